@@ -71,9 +71,16 @@ def current_snapshot_dir(catalog: Catalog) -> Path | None:
     return None
 
 
-def publish_snapshot(tables: dict[str, pl.DataFrame], catalog: Catalog, run_id: str) -> Published:
+def publish_snapshot(
+    tables: dict[str, pl.DataFrame],
+    catalog: Catalog,
+    run_id: str,
+    *,
+    parquet_only: dict[str, pl.DataFrame] | None = None,
+) -> Published:
     """Write every table as Parquet into a new snapshot folder, build the DuckDB file beside
-    the live one, then swap both in with renames. Returns what was written."""
+    the live one, then swap both in with renames. `parquet_only` tables (vectors, incremental
+    state) go into the snapshot folder but not the DuckDB file. Returns what was written."""
     root = catalog.root
     snapshots = root / "snapshots"
     snapshots.mkdir(parents=True, exist_ok=True)
@@ -81,7 +88,7 @@ def publish_snapshot(tables: dict[str, pl.DataFrame], catalog: Catalog, run_id: 
     staging = snapshots / f".{run_id}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    for name, frame in tables.items():
+    for name, frame in {**tables, **(parquet_only or {})}.items():
         _write_parquet(frame, staging / f"{name}.parquet")
     _fsync_dir(staging)
     os.replace(staging, snapshot_dir)

@@ -1,0 +1,56 @@
+"""`ctc run`: the correlate flow once, then its summary and where the outputs are."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def configure(name: str, parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true", help="rescore everything, ignoring the last snapshot")
+    mode.add_argument("--incremental", action="store_true", help="only new, edited and deleted memories (the default when a snapshot exists)")
+    parser.add_argument("--task-runner", choices=("default", "dask"), default="default", help="where mapped tasks run")
+    parser.add_argument("--dask-address", help="scheduler address (tcp://host:port) of an existing Dask cluster; default: a local one")
+
+
+def prefect_environment() -> None:
+    """Prefect runs here without a server (its temporary local API) and sends no analytics."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+
+
+def with_task_runner(flow_fn, runner: str, address: str | None):
+    if runner != "dask":
+        return flow_fn
+    from prefect_dask import DaskTaskRunner
+
+    return flow_fn.with_options(task_runner=DaskTaskRunner(address=address) if address else DaskTaskRunner())
+
+
+def main(args: argparse.Namespace) -> int:
+    prefect_environment()
+    from ctc.settings_arg import settings_from_args
+    from transforms.extract import ExtractError
+    from transforms.run_report import summary_lines
+
+    settings = settings_from_args(args)  # validate before starting Prefect: config errors fail fast
+    if not settings.enabled:
+        print("correlator is disabled (CORRELATOR_ENABLED=false): nothing to do")
+        return 0
+    from flows.correlate import correlate
+
+    flow_fn = with_task_runner(correlate, args.task_runner, args.dask_address)
+    try:
+        summary = flow_fn(config_path=args.config, out=str(settings.output_dir), full=args.full)
+    except ExtractError as exc:
+        print(f"ctc: {exc}", file=sys.stderr)
+        return 1
+    print()
+    for line in summary_lines(summary):
+        print(line)
+    for name, path in summary.get("outputs", {}).items():
+        if path:
+            print(f"{name}: {path}")
+    return 0

@@ -1,0 +1,278 @@
+"""The `correlate` flow: stores -> memories -> terms -> embeddings -> links -> warehouse.
+
+Orchestration only: every task wraps one transform or one I/O step; retries sit on store
+reads (I/O) alone. The flow body reads like the pipeline list of DESIGN.md."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from ctc import manual_log
+from ctc.catalog import Catalog
+from ctc.config import EmbeddingConfig, ScoringConfig, Settings, StoreConfig, load_settings
+from transforms import embed, incremental, links, publish, run_report
+from transforms.embedding_text import embedding_texts
+from transforms.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store
+from transforms.manual_links import manual_relationships, merged_relationships
+from transforms.schema import TIERS
+from transforms.terms import with_terms
+
+# Tables of the snapshot that only live as Parquet: vectors and incremental state.
+STATE_TABLES = ("embeddings", "scored_links", "fingerprints")
+PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
+
+
+def fault_point(stage: str) -> None:
+    """Tests kill the run here (CTC_FAULT_STAGE=<stage>) to prove a dead run changes nothing."""
+    if os.environ.get("CTC_FAULT_STAGE") == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def is_transient_io_error(exc: BaseException | None) -> bool:
+    """An error worth retrying: an OS or connection error anywhere in the chain, but not
+    a missing or forbidden path, which will not fix itself."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, OSError) and exc.errno not in PERMANENT_OS_ERRORS and not isinstance(exc, FileNotFoundError):
+            return True
+        if type(exc).__name__ in ("OperationalError", "InterfaceError"):  # psycopg's connection errors
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _retry_on_io(task_, task_run, state) -> bool:
+    return is_transient_io_error(state.data if isinstance(state.data, BaseException) else None)
+
+
+# ---------------------------------------------------------------- tasks
+
+
+@task(name="extract", task_run_name="extract-{store.name}", retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=_retry_on_io, cache_policy=NO_CACHE)
+def extract_task(store: StoreConfig, max_content_bytes: int) -> StoreExtract:
+    fault_point("extract")
+    result = extract_store(store, max_content_bytes)
+    get_run_logger().info("store %s: %d records -> %d memories, %d rejects", store.name, result.records_read, result.memories.height, result.rejects.height)
+    return result
+
+
+@task(name="terms", cache_policy=NO_CACHE)
+def terms_task(memories: pl.DataFrame) -> pl.DataFrame:
+    fault_point("terms")
+    return with_terms(memories)
+
+
+@task(name="embed", task_run_name="embed-{shard_index}", cache_policy=NO_CACHE)
+def embed_shard_task(texts: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_index: int) -> tuple[pl.DataFrame, dict]:
+    fault_point("embed")
+    logger = get_run_logger()
+    encoder = embed.shared_encoder(config.model, device=config.device, backend=config.backend, cache_dir=cache_dir)
+    vectors, stats = embed.embed_with_cache(texts, encoder, cache_dir, batch_size=config.batch_size, log=logger)
+    return vectors, stats.as_dict()
+
+
+@task(name="score", task_run_name="score-{namespace}", cache_policy=NO_CACHE)
+def score_task(namespace: str, memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus_ids: list[str] | None) -> tuple[pl.DataFrame, int]:
+    fault_point("score")
+    scored, pairs = links.scored_links_with_count(memories, embeddings, scoring, focus_ids=focus_ids)
+    get_run_logger().info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
+    return scored, pairs
+
+
+@task(name="publish", cache_policy=NO_CACHE)
+def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame], catalog: Catalog, run_id: str) -> publish.Published:
+    fault_point("publish")
+    published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state)
+    get_run_logger().info("published %s: %s", published.database, published.rows)
+    return published
+
+
+@task(name="dashboard", cache_policy=NO_CACHE)
+def dashboard_task(out: Path) -> str | None:
+    try:
+        from dashboards.build import build_dashboard
+    except ModuleNotFoundError:
+        return None
+    return str(build_dashboard(out))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+@dataclass
+class Stages:
+    """Seconds per stage, in order."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, name: str):
+        stages = self
+
+        class _Timer:
+            def __enter__(self):
+                self.start = time.perf_counter()
+
+            def __exit__(self, *exc):
+                stages.seconds[name] = stages.seconds.get(name, 0.0) + time.perf_counter() - self.start
+
+        return _Timer()
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def extracted_stores(settings: Settings) -> Extracted:
+    futures = [extract_task.submit(store, settings.max_content_bytes) for store in settings.stores]
+    return combined_extracts([f.result() for f in futures])
+
+
+def embedded_memories(memories: pl.DataFrame, texts: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[np.ndarray, dict]:
+    """Row-aligned vectors: provided ones where a store gave them, the rest from the cache or
+    the model, mapped over shards of texts."""
+    provided = embed.provided_embeddings(memories, embed.model_dim(config.model))
+    need = texts.join(provided.select("id"), on="id", how="anti")
+    unique = need.unique("text_hash", keep="first").sort("text_hash")
+    shards = [unique.slice(i, shard_size) for i in range(0, unique.height, shard_size)] or [unique]
+    futures = [embed_shard_task.submit(shard.select("text_hash", "text"), config, cache_dir, i) for i, shard in enumerate(shards)]
+    results = [f.result() for f in futures]
+    vectors = pl.concat([r[0] for r in results]) if results else pl.DataFrame()
+    stats = {"embedded": sum(r[1]["misses"] for r in results), "cached": sum(r[1]["hits"] for r in results), "provided": provided.height}
+    by_id = pl.concat(
+        [provided.select("id", "embedding"), need.join(vectors, on="text_hash", how="left").select("id", "embedding")]
+    )
+    ordered = memories.select("id").join(by_id, on="id", how="left", maintain_order="left")
+    return np.asarray(ordered.get_column("embedding").to_list(), dtype=np.float32).reshape(memories.height, -1), stats
+
+
+def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None) -> tuple[pl.DataFrame, int]:
+    futures = []
+    indexed = memories.with_row_index("_row")
+    for (namespace,), group in indexed.group_by("namespace", maintain_order=True):
+        focus_ids = None if focus is None else sorted(focus.intersection(group.get_column("id").to_list()))
+        if focus_ids is not None and not focus_ids:
+            continue
+        rows = group.get_column("_row").to_numpy()
+        futures.append(score_task.submit(namespace, group.drop("_row"), vectors[rows], scoring, focus_ids))
+    results = [f.result() for f in futures]
+    frames = [r[0] for r in results]
+    scored = pl.concat(frames) if frames else links.empty_scored_links()
+    return scored, sum(r[1] for r in results)
+
+
+# ---------------------------------------------------------------- the flow
+
+
+@flow(name="correlate", log_prints=False)
+def correlate(config_path: str | None = None, out: str | None = None, full: bool = False, shard_size: int = 2048) -> dict[str, Any]:
+    """Run the correlator once: extract, terms, embed, candidates + score, manual links, publish."""
+    logger = get_run_logger()
+    settings = load_settings(config_path)
+    if out:
+        settings = settings.with_output(out)
+    if not settings.enabled:
+        logger.info("CORRELATOR_ENABLED is false: nothing to do")
+        return {"status": "disabled"}
+    catalog = Catalog(settings.output_dir)
+    catalog.root.mkdir(parents=True, exist_ok=True)
+    publish.cleanup_leftovers(catalog)
+    run_id, started, stages = new_run_id(), datetime.now(timezone.utc), Stages()
+    previous = None if full else previous_state(catalog)
+    mode = "incremental" if previous else "full"
+    summary: dict[str, Any] = {"run_id": run_id, "mode": mode, "status": "running", "started_at": started.isoformat()}
+    try:
+        with stages.timed("extract"):
+            extracted = extracted_stores(settings)  # 1. stores -> memories + rejects
+        with stages.timed("terms"):
+            memories = terms_task(extracted.memories)  # 2. entities and key terms
+        with stages.timed("embed"):
+            texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
+            vectors, embed_stats = embedded_memories(memories, texts, settings.embedding, catalog.cache_dir, shard_size)  # 3.
+        fault_point("candidates")
+        with stages.timed("score"):
+            fingerprints = incremental.memory_fingerprints(memories, texts)
+            focus, deleted, kept = None, set(), None
+            if previous is not None:
+                focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
+                kept = incremental.kept_links(previous["scored_links"], focus | deleted)
+            fresh, pairs = scored_by_namespace(memories, vectors, settings.scoring, focus)  # 4. + 5.
+            scored = fresh if kept is None else pl.concat([kept, fresh]).unique(["source_id", "target_id", "relationship_type"], keep="last")
+            scored = scored.sort("source_id", "target_id", "relationship_type")
+            discovered = links.capped_links(scored, settings.scoring.max_links_per_memory)
+        with stages.timed("manual"):
+            records, bad_lines = manual_log.read_records(catalog.manual_log)  # 6. manual links
+            manual, skipped = manual_relationships(records, memories, run_id)
+            relationships = merged_relationships(discovered, manual).with_columns(run_id=pl.lit(run_id))
+            for line, why in skipped + [(n, why) for n, _, why in bad_lines]:
+                logger.warning("manual link on line %d not published: %s", line, why)
+        summary.update(
+            status="published",
+            records_read=extracted.records_read,
+            memories=memories.height,
+            rejects=extracted.rejects.height,
+            relationships=relationships.height,
+            embedded=embed_stats["embedded"],
+            cached=embed_stats["cached"],
+            pairs_scored=pairs,
+            changed=len(focus) if focus is not None else memories.height,
+            deleted=len(deleted),
+            embedding_model=settings.embedding.model,
+            memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
+            links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
+        )
+        with stages.timed("publish"):
+            tier_distribution = links.tier_distribution(memories, relationships)
+            tables = {
+                "memories": memories.drop("embedding"),
+                "relationships": relationships,
+                "tier_distribution": tier_distribution,
+                "tier_links": links.tier_links(relationships),
+                "rejects": extracted.rejects.with_columns(run_id=pl.lit(run_id)),
+            }
+            state = {
+                "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))),
+                "scored_links": scored,
+                "fingerprints": fingerprints,
+            }
+            finished = datetime.now(timezone.utc)
+            summary.update(finished_at=finished.isoformat(), seconds=(finished - started).total_seconds(), stage_seconds=dict(stages.seconds))
+            tables["runs"] = run_report.runs_table([*publish.run_log(catalog), summary])
+            published = publish_task(tables, state, catalog, run_id)  # 7. publish atomically
+        publish.append_run_log(catalog, summary)
+        with stages.timed("dashboard"):
+            dashboard = dashboard_task(catalog.root)
+        summary["stage_seconds"] = dict(stages.seconds)
+        summary["outputs"] = {"database": str(published.database), "parquet": str(catalog.parquet_dir), "dashboard": dashboard}
+        report = run_report.run_report_markdown(summary, relationships, memories, tier_distribution, dashboard_path=dashboard)
+        catalog.reports_dir.mkdir(parents=True, exist_ok=True)
+        (catalog.reports_dir / "latest-run.md").write_text(report, encoding="utf-8")
+        create_markdown_artifact(markdown=report, key="correlator-run-report", description=f"Correlator run {run_id}")
+        create_table_artifact(table=tier_distribution.to_dicts(), key="correlator-tier-distribution", description="Tier distribution")
+        return summary
+    except BaseException as exc:
+        failed = datetime.now(timezone.utc)
+        summary.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=failed.isoformat(), seconds=(failed - started).total_seconds())
+        publish.append_run_log(catalog, summary)
+        raise
+
+
+def previous_state(catalog: Catalog) -> dict[str, pl.DataFrame] | None:
+    """The last snapshot's fingerprints and pre-cap links, or None (then the run is full)."""
+    state = {name: publish.read_snapshot_table(catalog, name) for name in ("fingerprints", "scored_links")}
+    return state if all(frame is not None for frame in state.values()) else None

@@ -1,0 +1,40 @@
+"""Incremental runs: which memories changed since the last snapshot, and which of its
+scored links still hold. Pair scores depend only on the two memories (and the config),
+so links between two unchanged memories are kept as they were and only pairs touching a
+new, edited or deleted memory are scored again; the result equals a full run's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import polars as pl
+
+# Everything a pair's score and type can depend on. An edit to any of these rescoring the
+# memory; `readers` and `metadata` do not affect links and only republish the row.
+FINGERPRINT_COLUMNS = ("tier", "content_hash", "timestamp", "session_id", "namespace", "entities", "refs", "text_hash")
+
+
+def memory_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
+    """One fingerprint per memory over what its links depend on (texts: id, text_hash).
+    sha256 rather than polars' hash, which may change between polars versions."""
+    joined = memories.join(texts.select("id", "text_hash"), on="id", how="left").select("id", *FINGERPRINT_COLUMNS)
+    fingerprints = [
+        hashlib.sha256(json.dumps(row[1:], default=str, ensure_ascii=False).encode("utf-8")).hexdigest()
+        for row in joined.iter_rows()
+    ]
+    return pl.DataFrame({"id": joined.get_column("id"), "fingerprint": fingerprints}, schema={"id": pl.String, "fingerprint": pl.String}).sort("id")
+
+
+def changed_memory_ids(current: pl.DataFrame, previous: pl.DataFrame) -> tuple[set[str], set[str]]:
+    """(new or edited ids, deleted ids) between two fingerprint frames."""
+    joined = current.join(previous, on="id", how="left", suffix="_previous")
+    changed = joined.filter(pl.col("fingerprint_previous").is_null() | (pl.col("fingerprint") != pl.col("fingerprint_previous")))
+    deleted = previous.join(current, on="id", how="anti")
+    return set(changed.get_column("id").to_list()), set(deleted.get_column("id").to_list())
+
+
+def kept_links(previous_links: pl.DataFrame, touched: set[str]) -> pl.DataFrame:
+    """The previous run's scored links whose two ends are both untouched."""
+    touched_ids = pl.Series(sorted(touched), dtype=pl.String).implode()
+    return previous_links.filter(~pl.col("source_id").is_in(touched_ids) & ~pl.col("target_id").is_in(touched_ids))
