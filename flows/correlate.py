@@ -5,7 +5,10 @@ reads (I/O) alone. The flow body reads like the pipeline list of DESIGN.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import hashlib
+import json
 import os
 import signal
 import time
@@ -193,9 +196,10 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
     catalog.root.mkdir(parents=True, exist_ok=True)
     publish.cleanup_leftovers(catalog)
     run_id, started, stages = new_run_id(), datetime.now(timezone.utc), Stages()
-    previous = None if full else previous_state(catalog)
+    fingerprint = settings_fingerprint(settings)
+    previous = None if full else previous_state(catalog, fingerprint)
     mode = "incremental" if previous else "full"
-    summary: dict[str, Any] = {"run_id": run_id, "mode": mode, "status": "running", "started_at": started.isoformat()}
+    summary: dict[str, Any] = {"run_id": run_id, "mode": mode, "status": "running", "started_at": started.isoformat(), "settings_fingerprint": fingerprint}
     try:
         with stages.timed("extract"):
             extracted = extracted_stores(settings)  # 1. stores -> memories + rejects
@@ -272,7 +276,18 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
         raise
 
 
-def previous_state(catalog: Catalog) -> dict[str, pl.DataFrame] | None:
-    """The last snapshot's fingerprints and pre-cap links, or None (then the run is full)."""
+def settings_fingerprint(settings: Settings) -> str:
+    """What every link depends on besides the memories: scoring and the embedding model.
+    A change to either makes the next run full."""
+    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame] | None:
+    """The last snapshot's fingerprints and pre-cap links when it was made with the same
+    settings, or None (then the run is full)."""
+    published = [r for r in publish.run_log(catalog) if r.get("status") == "published"]
+    if not published or published[-1].get("settings_fingerprint") != fingerprint:
+        return None
     state = {name: publish.read_snapshot_table(catalog, name) for name in ("fingerprints", "scored_links")}
     return state if all(frame is not None for frame in state.values()) else None
