@@ -54,6 +54,8 @@ class ScoringConfig:
     neighbours_k: int = 20
     # Classification thresholds.
     contradiction_min_semantic: float = 0.6
+    # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
+    contradiction_min_overlap: float = 0.5
     sequence_max_hours: float = 24.0
 
 
@@ -177,6 +179,7 @@ def _scoring(raw: dict) -> ScoringConfig:
         max_term_share=_number("scoring.max_term_share", raw.get("max_term_share", defaults.max_term_share), low=0.0, high=1.0),
         neighbours_k=int(_number("scoring.neighbours_k", raw.get("neighbours_k", defaults.neighbours_k), integer=True, low=0)),
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
+        contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
     )
 

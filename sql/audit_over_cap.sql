@@ -1,0 +1,23 @@
+-- purpose: audit: memories with more than $max_links capped links (discovered, not explicit) (expect none)
+-- grain: one row per offending memory
+with
+
+capped as (
+    select source_id, target_id from relationships
+    where origin <> 'manual' and coalesce(cross_reference, 0.0) = 0
+),
+
+ends as (
+    select source_id as memory_id from capped
+    union all
+    select target_id as memory_id from capped
+),
+
+final as (
+    select memory_id, count(*) as links
+    from ends
+    group by memory_id
+    having count(*) > $max_links
+)
+
+select * from final

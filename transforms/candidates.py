@@ -1,0 +1,209 @@
+"""Candidate pairs: every pair that can reach the threshold, never all N^2 pairs at default settings.
+
+The bound. For a pair (a, b) without an explicit reference (cross_reference = 0),
+with s = semantic <= 1, c = co_occurrence, t = temporal <= 1:
+
+    score = (w_s*s + w_c*c + w_t*t) / W      W = 1 when temporal applies,
+                                             W = w_s + w_c + w_x when it does not
+
+so score >= thr needs   c >= c_min = (thr*W - w_s - w_t*t_max) / w_c        (taking s = 1)
+                  and   s >= s_min = (thr*W - w_t*t_max) / w_s              (taking c = 0)
+
+Defaults (0.40/0.25/0.15/0.20, thr 0.6): with temporal, c_min = 0.20; without it,
+c_min = 0.44; s_min > 1 in both cases, so a pair sharing no term can never qualify.
+When both ends are timestamped and lie more than 2*tau apart, t <= e^-2 and
+c_min rises to 0.72. These three routes (near in time, far in time, untimed) each
+give a Jaccard threshold, and the prefix filter of set-similarity joins turns it
+into an exact candidate join: order terms rarest first (namespace document
+frequency, then the term); if J(A, B) >= c_min then |A & B| >= ceil(c_min*|A|), and
+the rarest shared term lies in the first |A| - ceil(c_min*|A|) + 1 terms of A and
+likewise of B. So joining only on those prefixes loses no qualifying pair, and the
+common terms (document share above `max_term_share`, always at the end of the
+order) generate candidates only for a memory with too few rarer terms. When a
+lowered threshold makes s_min <= 1, the pairs sharing no term are found by an exact
+blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term routes
+use every term. Explicit references are always candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import polars as pl
+
+from ctc.config import ScoringConfig
+
+PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
+_EPS = 1e-9
+_COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
+_BLOCK = 2048
+
+
+def route_bounds(scoring: ScoringConfig) -> dict[str, tuple[float, float]]:
+    """(c_min, s_min) per route: 'near' and 'far' (both timestamped), 'untimed' (temporal does not apply)."""
+    w = scoring.weights
+    thr = scoring.min_correlation_score
+    w_s, w_c, w_t, w_x = w["semantic"], w["co_occurrence"], w["temporal"], w["cross_reference"]
+    far_t = math.exp(-2.0)  # ends more than 2*tau apart
+
+    def bound(weight: float, need: float) -> float:
+        if weight > 0:
+            return need / weight
+        return -math.inf if need <= 0 else math.inf
+
+    routes = {}
+    for name, total, t_max in (("near", 1.0, 1.0), ("far", 1.0, far_t), ("untimed", w_s + w_c + w_x, 0.0)):
+        need = thr * total - w_t * t_max
+        routes[name] = (bound(w_c, need - w_s), bound(w_s, need))
+    return routes
+
+
+def time_bucket_seconds(scoring: ScoringConfig) -> float:
+    """Width of the time buckets of the 'near' route: 2*tau, so ends more than a bucket apart are 'far'."""
+    return 2.0 * scoring.tau_days * 86400.0
+
+
+def prefix_length(n_terms: pl.Expr, c_min: float) -> pl.Expr:
+    """How many of a memory's rarest terms a join on Jaccard >= c_min must use."""
+    if c_min <= 0:
+        return n_terms
+    if c_min > 1:
+        return pl.lit(0, dtype=pl.Int64)
+    needed = (n_terms.cast(pl.Float64) * c_min - _EPS).ceil().cast(pl.Int64)
+    return (n_terms - needed + 1).clip(0, None)
+
+
+def ranked_terms(memories: pl.DataFrame) -> pl.DataFrame:
+    """One row per (memory, term) with the term's position in the memory's rarest-first order."""
+    exploded = memories.select("idx", "namespace", "terms").explode("terms").rename({"terms": "term"}).drop_nulls("term")
+    df = exploded.group_by("namespace", "term").agg(pl.len().alias("df"))
+    return (
+        exploded.join(df, on=["namespace", "term"])
+        .sort("idx", "df", "term")
+        .with_columns(pl.int_range(pl.len()).over("idx").alias("pos"))
+    )
+
+
+def _join(left: pl.DataFrame, right: pl.DataFrame, on: list[str]) -> pl.DataFrame:
+    """(a_idx, b_idx) of rows sharing the keys, a != b, ordered a < b."""
+    pairs = left.select(*on, pl.col("idx").alias("a")).join(right.select(*on, pl.col("idx").alias("b")), on=on)
+    return pairs.filter(pl.col("a") != pl.col("b")).select(
+        pl.min_horizontal("a", "b").alias("a_idx"), pl.max_horizontal("a", "b").alias("b_idx")
+    ).unique()
+
+
+def term_pairs(memories: pl.DataFrame, scoring: ScoringConfig, focus: pl.Series | None) -> pl.DataFrame:
+    """Pairs found by the prefix-filtered term joins of the three routes."""
+    routes = route_bounds(scoring)
+    bucket = time_bucket_seconds(scoring)
+    info = memories.select(
+        "idx",
+        pl.col("terms").list.len().cast(pl.Int64).alias("n_terms"),
+        pl.col("timestamp").is_not_null().alias("timed"),
+        (pl.col("timestamp").dt.epoch("us").cast(pl.Float64) / 1e6 / bucket).floor().cast(pl.Int64).alias("bucket"),
+        (focus if focus is not None else pl.lit(True)).alias("focus"),
+    )
+    ranked = ranked_terms(memories).join(info, on="idx")
+    out = []
+    for name, (c_min, _) in routes.items():
+        if c_min > 1:
+            continue
+        entries = ranked.filter(pl.col("pos") < prefix_length(pl.col("n_terms"), c_min))
+        if name == "near":
+            timed = entries.filter("timed")
+            probe = timed.filter("focus").with_columns(
+                (pl.col("bucket") + pl.int_ranges(-1, 2)).alias("bucket")
+            ).explode("bucket")
+            out.append(_join(probe, timed, ["namespace", "term", "bucket"]))
+        elif name == "far":
+            timed = entries.filter("timed")
+            out.append(_join(timed.filter("focus"), timed, ["namespace", "term"]))
+        else:
+            untimed = entries.filter(~pl.col("timed"))
+            out.append(_join(untimed.filter("focus"), entries, ["namespace", "term"]))
+            if focus is not None:
+                out.append(_join(entries.filter("focus"), untimed, ["namespace", "term"]))
+    if not out:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    return pl.concat(out).unique().cast(PAIR_SCHEMA)
+
+
+def reference_pairs(memories: pl.DataFrame, focus: pl.Series | None) -> pl.DataFrame:
+    """Pairs joined by an explicit reference (`ref_ids`), within a namespace."""
+    refs = memories.select("idx", "namespace", "ref_ids", (focus if focus is not None else pl.lit(True)).alias("focus"))
+    refs = refs.explode("ref_ids").drop_nulls("ref_ids")
+    ids = memories.select(pl.col("idx").alias("other"), pl.col("id").alias("ref_ids"), "namespace",
+                          (focus if focus is not None else pl.lit(True)).alias("other_focus"))
+    pairs = refs.join(ids, on=["ref_ids", "namespace"]).filter(
+        (pl.col("idx") != pl.col("other")) & (pl.col("focus") | pl.col("other_focus"))
+    )
+    return pairs.select(
+        pl.min_horizontal("idx", "other").alias("a_idx"), pl.max_horizontal("idx", "other").alias("b_idx")
+    ).unique().cast(PAIR_SCHEMA)
+
+
+def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray:
+    """Per memory, the least cosine a pair sharing no term needs to qualify (inf: none can)."""
+    routes = route_bounds(scoring)
+    timed_floor = min(routes["near"][1], routes["untimed"][1])
+    timed = memories["timestamp"].is_not_null().to_numpy()
+    return np.where(timed, timed_floor, routes["untimed"][1]).astype(np.float64)
+
+
+def _blocks(n: int) -> Iterator[slice]:
+    for start in range(0, n, _BLOCK):
+        yield slice(start, min(n, start + _BLOCK))
+
+
+def similarity_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
+) -> pl.DataFrame:
+    """Pairs with cosine >= max(floor(a), floor(b)): an exact blocked range search (lowered thresholds only)."""
+    floor = semantic_floor(memories, scoring)
+    searchable = floor <= 1.0 + _COS_SLACK
+    if not searchable.any():
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    focus_mask = focus.to_numpy() if focus is not None else np.ones(len(memories), dtype=bool)
+    namespaces = memories["namespace"].to_numpy()
+    found = []
+    for namespace in np.unique(namespaces[searchable]):
+        members = np.flatnonzero(searchable & (namespaces == namespace))
+        queries = members[focus_mask[members]]
+        base = embeddings[members]
+        for block in _blocks(len(queries)):
+            rows = queries[block]
+            sims = embeddings[rows] @ base.T
+            need = np.maximum(floor[rows][:, None], floor[members][None, :]) - _COS_SLACK
+            qi, bi = np.nonzero(sims >= need)
+            a, b = rows[qi], members[bi]
+            keep = a != b
+            found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
+    if not found:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    pairs = np.concatenate(found)
+    return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
+
+
+def candidate_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None
+) -> pl.DataFrame:
+    """All pairs (a_idx < b_idx) that can reach the threshold or carry an explicit reference.
+
+    `memories` needs idx (row number), id, namespace, timestamp, terms, ref_ids; `focus` (bool
+    per row) keeps only pairs with an end in focus.
+    """
+    parts = [
+        term_pairs(memories, scoring, focus),
+        reference_pairs(memories, focus),
+        similarity_pairs(memories, embeddings, scoring, focus),
+    ]
+    return pl.concat(parts).unique().sort("a_idx", "b_idx")
+
+
+def all_pairs(memories: pl.DataFrame) -> pl.DataFrame:
+    """Every pair (a_idx < b_idx) within a namespace: the brute-force oracle's candidates."""
+    idx = memories.select("idx", "namespace")
+    pairs = idx.join(idx.rename({"idx": "b_idx"}), on="namespace").filter(pl.col("idx") < pl.col("b_idx"))
+    return pairs.select(pl.col("idx").alias("a_idx"), "b_idx").cast(PAIR_SCHEMA).sort("a_idx", "b_idx")
