@@ -67,16 +67,9 @@ def _rows(con: Any, name: str, **params: Any) -> list[dict[str, Any]]:
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
-def _runs(con: Any) -> list[dict[str, Any]]:
-    """Every row of the `runs` table, or none when the snapshot has no such table."""
-    import duckdb
-
-    try:
-        cursor = con.execute("select * from runs")
-    except duckdb.CatalogException:
-        return []
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+def _tables(con: Any) -> set[str]:
+    """Names of the snapshot's tables and views."""
+    return {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
 
 
 def latest_run(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -114,7 +107,9 @@ def snapshot_data(con: Any, limits: Limits = Limits()) -> dict[str, Any]:
     edges = _rows(con, "strongest_links", max_edges=limits.max_edges)
     node_ids = sorted({e["source_id"] for e in edges} | {e["target_id"] for e in edges})
     nodes = _rows(con, "graph_nodes", ids=node_ids, snippet_chars=limits.snippet_chars) if node_ids else []
-    runs = _runs(con)
+    present = _tables(con)
+    # `runs` and `rejects` may be missing from an older or partial snapshot: the page says so.
+    runs = _rows(con, "runs") if "runs" in present else []
     return {
         "tier_counts": _rows(con, "tier_counts"),
         "link_counts": _rows(con, "link_counts"),
@@ -124,7 +119,7 @@ def snapshot_data(con: Any, limits: Limits = Limits()) -> dict[str, Any]:
         "graph_nodes": nodes,
         "contradictions": _rows(con, "contradictions_page", max_rows=limits.max_table_rows, snippet_chars=limits.snippet_chars),
         "orphans": _rows(con, "orphans_page", max_rows=limits.max_table_rows, snippet_chars=limits.snippet_chars),
-        "reject_counts": _rows(con, "reject_counts", max_rows=limits.max_reject_groups),
+        "reject_counts": _rows(con, "reject_counts", max_rows=limits.max_reject_groups) if "rejects" in present else [],
         "latest_run": latest_run(runs),
         "run_count": len(runs),
     }
