@@ -270,3 +270,11 @@ def test_markdown_missing_folder_names_store(tmp_path):
 )
 def test_parse_timestamp(value, expected):
     assert parse_timestamp(value) == expected
+
+
+def test_markdown_hash_inside_an_entry_is_text_not_a_heading(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-11-04.md").write_text("# d\n- Reviewed the fix\n  #501: pool size bumped\n#hashtag line stays too\n")
+    result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(ws)), LIMIT)
+    assert result.memories.get_column("content").to_list() == ["Reviewed the fix\n#501: pool size bumped\n#hashtag line stays too"]

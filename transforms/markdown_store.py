@@ -25,6 +25,7 @@ TIME_STAMP = re.compile(r"^(?:\*\*|\[)?([01]?\d|2[0-3]):([0-5]\d)(?:\*\*|\])?(?:
 SOURCE_LINE = re.compile(r"^\s*Source:\s*(.+?)\s*$", re.IGNORECASE)
 SOURCE_REF = re.compile(r"([^\s,#]+)#L(\d+)(?:-L?(\d+))?")
 BULLET = re.compile(r"^[-*+]\s+")
+HEADING = re.compile(r"^(#{1,6})(?:\s+|$)")  # at column 0 with a space: "  #501" or "#tag" is text
 
 # What each yielded record is: (location, raw text, fields or None, error or None).
 Record = tuple[str, str, dict[str, Any] | None, str | None]
@@ -68,11 +69,12 @@ def markdown_blocks(lines: list[tuple[str, bool]]) -> list[Block]:
     heading_time: time | None = None
     for number, (line, bad) in enumerate(lines, start=1):
         stripped = line.strip()
-        if stripped.startswith("#"):
+        heading_match = HEADING.match(line)
+        if heading_match:
             current = None
-            level = len(stripped) - len(stripped.lstrip("#"))
+            level = len(heading_match.group(1))
             if level >= 2:
-                title = stripped[level:].strip()
+                title = line[heading_match.end():].strip()
                 heading_time, heading = None, title
                 match = TIME_STAMP.match(title)
                 if match:
