@@ -2,17 +2,41 @@
 --          its relationship type, direction and reason (DESIGN.md, Relationship types)
 -- grain: one row per linked pair, stored as a directed edge source_id -> target_id
 --        (contradicts: once, source_id < target_id)
--- input: pair_scores (sql/pair_scores.sql)
+-- inputs: pair_scores (sql/pair_scores.sql), link_memories (memories with transforms/link_features.py columns)
 with
 
 pair_scores as (
     select * from pair_scores
 ),
 
-kept as (
-    -- prune before classifying: only pairs that will be published are classified
+memories as (
+    select * from link_memories
+),
+
+above_threshold as (
+    -- prune before classifying: only pairs that will be published are joined to their evidence
     select * from pair_scores
     where score >= $min_score or cross_reference > 0
+),
+
+kept as (
+    select
+        s.*,
+        list_filter(
+            list_intersect(a.terms, b.terms),
+            lambda t: list_contains(a.named_terms, t) or list_contains(b.named_terms, t)
+        ) as shared_names,
+        a.tier as a_tier, a.timestamp as a_ts, a.session_id as a_session, a.content as a_content,
+        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.polarity as a_polarity,
+        a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
+        a.causal_cue as a_cue, a.cause_terms as a_cause,
+        b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
+        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.polarity as b_polarity,
+        b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
+        b.causal_cue as b_cue, b.cause_terms as b_cause
+    from above_threshold as s
+    join memories as a on a.idx = s.a_idx
+    join memories as b on b.idx = s.b_idx
 ),
 
 evidence as (
@@ -33,9 +57,17 @@ evidence as (
             / nullif(len(a_subject) + len(b_subject) - len(list_intersect(a_subject, b_subject)), 0),
             0.0
         ) as subject_overlap,
-        len(a_vals) > 0 and len(b_vals) > 0 and a_vals <> b_vals as value_conflict,
+        -- values one side states for a subject both give a value ("python=3.11" vs "python=3.12")
+        list_filter(a_vals, lambda v: not list_contains(b_vals, v)
+            and list_contains(list_transform(b_vals, lambda w: split_part(w, '=', 1)), split_part(v, '=', 1))) as a_own_values,
+        list_filter(b_vals, lambda v: not list_contains(a_vals, v)
+            and list_contains(list_transform(a_vals, lambda w: split_part(w, '=', 1)), split_part(v, '=', 1))) as b_own_values,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
-        (a_negation is null) <> (b_negation is null) as negation_conflict,
+        -- a term one side negates ("no longer prefers tabs") that the other states plainly
+        len(list_filter(a_negated, lambda t: list_contains(b_terms, t) and not list_contains(b_negated, t))) > 0
+            as a_negates_b,
+        len(list_filter(b_negated, lambda t: list_contains(a_terms, t) and not list_contains(a_negated, t))) > 0
+            as b_negates_a,
         case
             when a_tier = 'semantic' and b_tier = 'episodic' then
                 a_refers_b or coalesce(b_ts <= a_ts, false)
@@ -48,9 +80,10 @@ evidence as (
 rules as (
     select
         *,
+        len(a_own_values) > 0 and len(b_own_values) > 0 as value_conflict,
         semantic >= $contradiction_min_semantic
             and subject_overlap >= $contradiction_min_overlap
-            and (value_conflict or antonym_conflict or negation_conflict) as is_contradiction,
+            and (value_conflict or antonym_conflict or a_negates_b or b_negates_a) as is_contradiction,
         coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
         coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,
         a_tier = 'episodic' and b_tier = 'episodic' and (
@@ -88,11 +121,9 @@ directed as (
             when 'generalizes' then a_tier = 'procedural'
             else a_refers_b or not b_refers_a
         end as a_is_source,
-        list_sort(list_transform(
-            shared_terms,
-            lambda t: case when regexp_full_match(t, '[a-z]+') then '1' else '0' end
-                || lpad((999 - length(t))::varchar, 3, '0') || t
-        ))[1][5:] as best_term
+        -- the most specific shared name: the longest, then the first alphabetically
+        list_sort(list_transform(shared_names, lambda t: lpad((999 - length(t))::varchar, 3, '0') || t))[1][4:]
+            as best_term
     from typed
 ),
 
@@ -103,21 +134,19 @@ reasoned as (
             when relationship_type = 'contradicts' then
                 'Contradiction: ' || case
                     when value_conflict then
-                        coalesce(nullif(array_to_string(list_filter(a_vals, lambda v: not list_contains(b_vals, v)), ', '), ''), '-')
+                        array_to_string(list_distinct(list_transform(a_own_values, lambda v: split_part(v, '=', 2))), ', ')
                         || ' vs '
-                        || coalesce(nullif(array_to_string(list_filter(b_vals, lambda v: not list_contains(a_vals, v)), ', '), ''), '-')
+                        || array_to_string(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2))), ', ')
                     when antonym_conflict then
                         'opposite ' || regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '')
-                    else 'negation (' || coalesce(a_negation, b_negation) || ')'
+                    else 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'
                 end
             when relationship_type = 'causal' then
                 'Causal cue: ' || case when a_causes_b then b_cue else a_cue end
             when relationship_type = 'temporal_sequence' then
                 case when same_session then 'Sequential session' else 'Close in time' end
             when cross_reference > 0 then 'Explicit reference'
-            when best_term is not null
-                and $w_co_occurrence * co_occurrence >= $w_semantic * semantic
-                and $w_co_occurrence * co_occurrence >= $w_temporal * coalesce(temporal, 0.0) then
+            when best_term is not null then
                 'Entity match: ' || coalesce(
                     nullif(regexp_extract(
                         case when a_is_source then a_content else b_content end,
@@ -145,7 +174,7 @@ final as (
         cross_reference,
         reason,
         'discovered' as origin,
-        a_namespace as namespace,
+        namespace,
         null::varchar as run_id,
         null::varchar as metadata
     from reasoned

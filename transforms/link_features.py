@@ -10,7 +10,7 @@ import re
 
 import polars as pl
 
-from transforms.terms import entity_terms, key_terms, stem
+from transforms.terms import STOP_WORDS, entity_terms, key_terms, stem
 
 _NEGATION = re.compile(r"\b(no longer|not|never|no|cannot|none|neither|nor|without)\b|\b\w+(n't)\b", re.IGNORECASE)
 
@@ -30,7 +30,12 @@ for _pos, _neg in _ANTONYMS:
 _POLAR_WORD = re.compile(r"[a-z]+")
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_VALUE = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)*(?![\w.]*\w)|\b(?:" + "|".join(_WEEKDAYS) + r")s?\b", re.IGNORECASE)
+# A stated value: a number or version (not part of a date, time, range, id or #ref) or a weekday.
+_VALUE = re.compile(
+    r"(?<![\w.#:/-])v?\d+(?:\.\d+)*(?![\w.]*\w)(?![-:/]\d)|\b(?:" + "|".join(_WEEKDAYS) + r")s?\b", re.IGNORECASE
+)
+_SUBJECT_WORD = re.compile(r"[A-Za-z][\w-]*")
+_CLAUSE_END = re.compile(r"[.,;:!?()]")
 
 # Cues whose cause follows them ("X because Y") and cues whose cause precedes them ("Y led to X").
 _CAUSE_AFTER = ("because of", "because", "due to", "caused by", "owing to", "thanks to", "as a result of", "since")
@@ -45,21 +50,15 @@ _TOKEN_STRIP = ".,;:!?()[]{}<>\"'`*"
 FEATURE_SCHEMA = {
     "ref_ids": pl.List(pl.String),
     "negation": pl.String,
+    "negated_terms": pl.List(pl.String),
     "polarity": pl.List(pl.String),
     "polarity_flip": pl.List(pl.String),
     "vals": pl.List(pl.String),
     "subject_terms": pl.List(pl.String),
+    "named_terms": pl.List(pl.String),
     "causal_cue": pl.String,
     "cause_terms": pl.List(pl.String),
 }
-
-
-def negation_cue(content: str) -> str | None:
-    """The first negation in the text ("not", "no longer", "n't"), lower-cased, or None."""
-    match = _NEGATION.search(content)
-    if match is None:
-        return None
-    return (match.group(1) or match.group(2)).lower()
 
 
 def polarity_marks(content: str) -> list[str]:
@@ -71,13 +70,40 @@ def polarity_marks(content: str) -> list[str]:
     return sorted(marks)
 
 
+def _subject_before(text: str) -> str | None:
+    """The last content word of the clause before a value ("Python" in "runs on Python 3.11")."""
+    clause = _CLAUSE_END.split(text)[-1]
+    for word in reversed(_SUBJECT_WORD.findall(clause)):
+        lowered = word.lower()
+        if lowered not in STOP_WORDS and lowered not in ("on", "at", "to", "is", "be"):
+            return stem(lowered) if lowered.isalpha() else lowered
+    return None
+
+
 def value_terms(content: str) -> list[str]:
-    """Numbers, versions and weekdays stated in the text, normalised."""
+    """Values stated in the text as 'subject=value' ("python=3.11", "run=friday"), sorted."""
     out = set()
     for match in _VALUE.finditer(content):
         value = match.group(0).lower()
-        out.add(value[:-1] if value.endswith("s") and value[:-1] in _WEEKDAYS else value)
+        if value.endswith("s") and value[:-1] in _WEEKDAYS:
+            value = value[:-1]
+        subject = _subject_before(content[: match.start()])
+        if subject is not None:
+            out.add(f"{subject}={value}")
     return sorted(out)
+
+
+def negated_terms(content: str) -> tuple[str | None, list[str]]:
+    """The first negation cue and the key terms it negates (the next two content words of its clause)."""
+    cue = None
+    negated = set()
+    for match in _NEGATION.finditer(content):
+        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
+        words = [stem(w) for w in re.findall(r"[a-z]+", clause.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+        if words:
+            cue = cue or (match.group(1) or match.group(2)).lower()
+            negated.update(w for w in words[:2] if w not in STOP_WORDS)
+    return cue, sorted(negated)
 
 
 def causal_cue(content: str) -> tuple[str | None, list[str]]:
@@ -95,16 +121,30 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
     return None, []
 
 
-def subject_terms(terms: list[str], values: list[str]) -> list[str]:
-    """The terms a statement is about: values dropped, polar words folded onto their group."""
-    drop = set(values) | {stem(v) for v in values}
+def subject_terms(terms: list[str]) -> list[str]:
+    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their group."""
     out = set()
     for term in terms:
-        if term in drop:
+        if any(ch.isdigit() for ch in term):
             continue
         groups = POLARITY.get(term)
         out.update(group for group, _ in groups) if groups else out.add(term)
     return sorted(out)
+
+
+_CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
+
+
+def named_terms(content: str, entities: list[str] | None, terms: list[str]) -> list[str]:
+    """The memory's terms that name something: identifiers, names, capitalised words mid-sentence, given entities."""
+    named, _ = entity_terms(content)
+    for match in _CAPITALISED.finditer(content):
+        if not re.search(r"[.!?:;]\s*$|^\s*$", content[: match.start()]):
+            named.add(stem(match.group(0).lower()))
+    for entity in entities or ():
+        entity = " ".join(entity.split()).lower()
+        named.add(stem(entity) if entity.isalpha() else entity)
+    return sorted(named & set(terms))
 
 
 def mentioned_ids(content: str, ids: set[str]) -> list[str]:
@@ -121,18 +161,22 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
     ids = set(memories["id"].to_list())
     rows = {name: [] for name in FEATURE_SCHEMA}
-    for mem_id, content, terms, refs in zip(
-        memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list()
+    for mem_id, content, terms, refs, entities in zip(
+        memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list(),
+        memories["entities"].to_list(),
     ):
         refs = {r for r in (refs or ()) if r in ids}
         rows["ref_ids"].append(sorted((refs | set(mentioned_ids(content, ids))) - {mem_id}))
-        rows["negation"].append(negation_cue(content))
+        cue, negated = negated_terms(content)
+        rows["negation"].append(cue)
+        rows["negated_terms"].append(negated)
         marks = polarity_marks(content)
         rows["polarity"].append(marks)
         rows["polarity_flip"].append([m[:-1] + ("-" if m.endswith("+") else "+") for m in marks])
         values = value_terms(content)
         rows["vals"].append(values)
-        rows["subject_terms"].append(subject_terms(terms or [], values))
+        rows["subject_terms"].append(subject_terms(terms or []))
+        rows["named_terms"].append(named_terms(content, entities, terms or []))
         cue, cause = causal_cue(content)
         rows["causal_cue"].append(cue)
         rows["cause_terms"].append(cause)

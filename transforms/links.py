@@ -22,7 +22,7 @@ from transforms.schema import RELATIONSHIP_SCHEMA
 AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _COSINE_CHUNK = 200_000
-_MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "terms", "refs")
+_MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
 def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
@@ -80,7 +80,8 @@ def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
     try:
         con.register("pairs", pairs.to_arrow())
         con.register("link_memories", frame.drop("idx_in").to_arrow())
-        con.execute("create temp table pair_scores as " + sql.load("pair_scores"), _params("pair_scores", values))
+        # a view over the bound query, not a table: DuckDB streams the scores into the threshold filter
+        con.sql(sql.load("pair_scores"), params=_params("pair_scores", values)).create_view("pair_scores")
         links = con.sql(sql.load("classified_links"), params=_params("classified_links", values)).to_arrow_table()
         links = pl.from_arrow(links)
     finally:

@@ -111,6 +111,8 @@ def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
     terms |= key_terms(rest)
     for entity in entities or ():
         entity = " ".join(entity.split()).lower()
+        if entity.isalpha():
+            entity = stem(entity)  # a one-word entity meets the key term it names ("tabs" -> "tab")
         if entity:
             terms.add(entity)
     return sorted(terms)
