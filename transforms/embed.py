@@ -6,6 +6,7 @@ embed_model / embed_encoders, the on-disk cache in embed_cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
@@ -17,7 +18,7 @@ import polars as pl
 
 from transforms.embed_cache import cache_info, clear_cache, compact, read_cached, remove_stale_temp, write_shard
 from transforms.embed_encoders import Encoder, Progress, load_encoder
-from transforms.embed_model import EmbeddingError, resolve_model
+from transforms.embed_model import EmbeddingError, model_info, resolve_model
 
 __all__ = [
     "EmbedStats",
@@ -28,8 +29,10 @@ __all__ = [
     "embed_with_cache",
     "load_encoder",
     "memory_embeddings",
+    "model_dim",
     "provided_embeddings",
     "resolve_model",
+    "shared_encoder",
     "text_hash",
 ]
 
@@ -57,6 +60,18 @@ class EmbedStats:
 def text_hash(text: str) -> str:
     """The cache key of a text: sha256 of its UTF-8 bytes, hex."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def shared_encoder(model: str = "all-MiniLM-L6-v2", *, device: str = "auto", backend: str = "auto", cache_dir: Path | None = None, batch_size: int | None = None) -> Encoder:
+    """One encoder per configuration for the whole process, so mapped tasks load the weights once."""
+    return load_encoder(model, device=device, backend=backend, cache_dir=cache_dir, batch_size=batch_size)
+
+
+def model_dim(model: str = "all-MiniLM-L6-v2") -> int:
+    """The vector length of `model`, from its configs (loads it only when they cannot tell)."""
+    dim = model_info(model).dim
+    return dim if dim is not None else shared_encoder(model, device="cpu", backend="torch").dim
 
 
 def _progress_logger(log: logging.Logger | logging.LoggerAdapter, offset: int, total: int) -> Progress:

@@ -10,6 +10,7 @@ import inspect
 import logging
 import math
 import os
+import threading
 import time
 import uuid
 import warnings
@@ -219,6 +220,7 @@ class Encoder:
         self._device: str | None = None
         self._backend: str | None = None
         self._impl: _Backend | None = None
+        self._lock = threading.Lock()  # mapped tasks may share one encoder across threads
 
     def __repr__(self) -> str:
         return f"Encoder(model_id={self.model_id!r}, device={self._device or self._device_request!r}, backend={self._backend or self._backend_request!r})"
@@ -249,12 +251,13 @@ class Encoder:
 
     def load(self) -> "Encoder":
         """Load the weights (and export to ONNX once, if that backend is used)."""
-        if self._impl is None:
-            if self.backend == "onnx":
-                cache_dir = self.cache_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"ctc-onnx-{os.getuid()}"
-                self._impl = _OnnxBackend(self.info, cache_dir)
-            else:
-                self._impl = _TorchBackend(self.info, self.device)
+        with self._lock:
+            if self._impl is None:
+                if self.backend == "onnx":
+                    cache_dir = self.cache_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"ctc-onnx-{os.getuid()}"
+                    self._impl = _OnnxBackend(self.info, cache_dir)
+                else:
+                    self._impl = _TorchBackend(self.info, self.device)
         return self
 
     def encode(self, texts: list[str], *, batch_size: int | None = None, progress: Progress | None = None) -> np.ndarray:
