@@ -40,9 +40,15 @@ def warehouse(request) -> Path:
     if request.param == "synthetic":
         return request.getfixturevalue("synthetic_snapshot")
     try:
-        return Path(request.getfixturevalue("sample_snapshot"))
+        sample = request.getfixturevalue("sample_snapshot")
     except pytest.FixtureLookupError:
         pytest.skip("no `sample_snapshot` fixture yet (tests/conftest.py gets it with the flow)")
+    # a warehouse folder, a Catalog, or what publish_snapshot returned
+    if hasattr(sample, "root"):
+        return Path(sample.root)
+    if hasattr(sample, "database"):
+        return Path(sample.database).parent
+    return Path(sample)
 
 
 @pytest.fixture(scope="module")
