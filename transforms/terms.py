@@ -55,6 +55,8 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 def stem(word: str) -> str:
     """A light stem: one suffix off, a doubled final consonant and a final 'e' dropped."""
     for suffix in _SUFFIXES:
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            continue  # class, status, analysis
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
             break
