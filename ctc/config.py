@@ -214,6 +214,7 @@ ENV_OVERRIDES = {
     "EMBED_DEVICE": ("embedding", "device"),
     "EMBED_BACKEND": ("embedding", "backend"),
     "EMBED_BATCH_SIZE": ("embedding", "batch_size"),
+    "EMBED_CACHE_DIR": ("embedding", "cache_dir"),
     "CORRELATOR_OUTPUT_DIR": ("output", "dir"),
     "CORRELATOR_ENABLED": ("correlator", "enabled"),
     "AUTO_DISCOVER_ENABLED": ("correlator", "auto_discover"),

@@ -207,7 +207,8 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             memories = terms_task(extracted.memories)  # 2. entities and key terms
         with stages.timed("embed"):
             texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-            vectors, embed_stats = embedded_memories(memories, texts, settings.embedding, catalog.cache_dir, shard_size)  # 3.
+            cache_dir = Path(settings.embedding.cache_dir) if settings.embedding.cache_dir else catalog.cache_dir
+            vectors, embed_stats = embedded_memories(memories, texts, settings.embedding, cache_dir, shard_size)  # 3.
         fault_point("candidates")
         with stages.timed("score"):
             fingerprints = incremental.memory_fingerprints(memories, texts)
