@@ -1,0 +1,75 @@
+"""run_sql: ad-hoc SQL on the snapshot, read-only. A write fails with DuckDB's own error.
+
+With a principal the query runs on a copy holding only what that principal may read (its
+memories, the links between them, the read views), opened read-only in its turn."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import sql
+from ctc.config import Settings
+from retrieval.snapshot import _LOCK, open_snapshot
+
+VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
+
+
+def run_sql(
+    query: str,
+    *,
+    principal: str | None = None,
+    out: str | os.PathLike | None = None,
+    settings: Settings | None = None,
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """(column names, rows) of one query on the current snapshot. duckdb.Error propagates
+    (a write on the read-only database, a syntax error, ...)."""
+    snapshot = open_snapshot(out, settings)
+    if principal is None:
+        with _LOCK:
+            cursor = snapshot.con.execute(query)
+            return _result(cursor)
+    folder = Path(tempfile.mkdtemp(prefix="ctc-sql-"))
+    try:
+        path = folder / "visible.duckdb"
+        _visible_copy(snapshot.catalog.database, path, principal)
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            return _result(con.execute(query))
+        finally:
+            con.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _result(cursor) -> tuple[list[str], list[tuple[Any, ...]]]:
+    if cursor.description is None:
+        return [], []
+    return [d[0] for d in cursor.description], cursor.fetchall()
+
+
+def _visible_copy(source: Path, path: Path, principal: str) -> None:
+    """A database with the principal's memories, the links between them and the read views."""
+    con = duckdb.connect(str(path))
+    try:
+        con.execute(f"attach '{source.as_posix().replace(chr(39), chr(39) * 2)}' as snap (read_only)")
+        con.execute(
+            "create table memories as select * from snap.memories "
+            "where readers is null or list_contains(readers, $principal)",
+            {"principal": principal},
+        )
+        con.execute(
+            "create table relationships as select r.* from snap.relationships as r "
+            "semi join memories as a on a.id = r.source_id semi join memories as b on b.id = r.target_id"
+        )
+        con.execute("detach snap")
+        for view in VIEWS:
+            con.execute(sql.load(view))
+        con.execute("checkpoint")
+    finally:
+        con.close()

@@ -1,0 +1,131 @@
+"""The published snapshot as the read side sees it: one read-only DuckDB connection per
+snapshot file, the settings, and who may read what.
+
+Nothing here imports polars, numpy, Prefect or torch: `ctc correlations ID` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import sql
+from ctc.catalog import Catalog
+from ctc.config import ConfigError, Settings, load_settings, settings_from_dict
+from retrieval.errors import NoSnapshotError
+
+_LOCK = threading.Lock()
+_OPEN: dict[Path, "Snapshot"] = {}
+
+
+def default_settings() -> Settings:
+    """The config file's settings, or the built-in defaults (with environment overrides)
+    when there is no config file."""
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        if "config file not found" not in str(exc):
+            raise
+        return settings_from_dict({}, base=Path.cwd())
+
+
+def warehouse(out: str | os.PathLike | None, settings: Settings | None = None) -> Path:
+    """The warehouse folder: `out`, else output.dir of the settings."""
+    if out is not None:
+        return Path(out).resolve()
+    return (settings or default_settings()).output_dir
+
+
+def visible(readers: list[str] | None, principal: str | None) -> bool:
+    """May `principal` read a memory with these readers? No principal: the trusted caller
+    (sees everything); no readers list: everyone in the namespace."""
+    return principal is None or readers is None or principal in readers
+
+
+@dataclass
+class Snapshot:
+    """One open snapshot: the DuckDB file, read-only, and what identifies its version."""
+
+    catalog: Catalog
+    con: duckdb.DuckDBPyConnection
+    identity: tuple
+
+    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """All rows of sql/<name>.sql with bound parameters, as dicts."""
+        return self.query(sql.load(name), params)
+
+    def query(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """All rows of one statement as dicts (fetched whole: nothing is left open)."""
+        with _LOCK:
+            cursor = self.con.execute(text, params or {})
+            columns = [d[0] for d in cursor.description]
+            return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+    @property
+    def run_id(self) -> str | None:
+        return self.identity[-1]
+
+
+def _identity(catalog: Catalog) -> tuple:
+    """What changes when a publish swaps the file in: inode, size, mtime, snapshot link."""
+    try:
+        stat = catalog.database.stat()
+    except FileNotFoundError:
+        raise NoSnapshotError(
+            f"no snapshot in {catalog.root}: {catalog.database.name} is missing (run `ctc run` first, or pass --out)"
+        ) from None
+    try:
+        link = os.readlink(catalog.parquet_dir)
+    except OSError:
+        link = None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, Path(link).name if link else None)
+
+
+def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | None = None) -> Snapshot:
+    """The current snapshot of the warehouse, opened read-only; reused while the file is the
+    same, reopened after a publish swapped a new one in."""
+    catalog = Catalog(warehouse(out, settings))
+    identity = _identity(catalog)
+    key = catalog.database
+    with _LOCK:
+        current = _OPEN.get(key)
+        if current is not None and current.identity == identity:
+            return current
+        if current is not None:
+            # DuckDB shares one instance per path within a process: the old one must be
+            # closed, or connect() would hand back the replaced file's database.
+            current.con.close()
+            del _OPEN[key]
+        con = duckdb.connect(str(catalog.database), read_only=True)
+        snapshot = Snapshot(catalog, con, identity)
+        _OPEN[key] = snapshot
+        return snapshot
+
+
+def close_all() -> None:
+    """Close every snapshot this process opened (tests, and before deleting a warehouse)."""
+    with _LOCK:
+        for snapshot in _OPEN.values():
+            snapshot.con.close()
+        _OPEN.clear()
+
+
+def memories_by_id(snapshot: Snapshot, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> {id, tier, namespace, readers, timestamp, content} for the ids in the snapshot."""
+    if not ids:
+        return {}
+    return {row["id"]: row for row in snapshot.rows("memories_by_id", {"ids": sorted(set(ids))})}
+
+
+def embedding_model(snapshot: Snapshot, settings: Settings) -> str:
+    """The model that embedded the snapshot (its latest published run), else the configured one."""
+    rows = snapshot.query(
+        "select embedding_model from runs where embedding_model is not null and coalesce(status, 'published') = 'published' "
+        "order by started_at desc nulls last, run_id desc limit 1"
+    )
+    return rows[0]["embedding_model"] if rows else settings.embedding.model

@@ -1,0 +1,119 @@
+"""The snapshot's vectors and the query encoder, loaded once per process and snapshot.
+
+numpy and pyarrow are imported here, torch only inside `encoder` (through transforms.embed)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ctc.config import Settings
+from retrieval.errors import EncoderUnavailableError, NoSnapshotError
+from retrieval.snapshot import Snapshot, visible
+
+_LOCK = threading.Lock()
+_VECTORS: dict[tuple, "SnapshotVectors"] = {}
+_ENCODERS: dict[tuple, object] = {}
+
+
+@dataclass
+class SnapshotVectors:
+    """Row-aligned arrays over the snapshot's memories that have a vector."""
+
+    ids: np.ndarray  # str (object)
+    matrix: np.ndarray  # float32, (n, dim), unit rows
+    tiers: np.ndarray
+    namespaces: np.ndarray
+    readers: list  # list[str] | None per row
+    timestamps_us: np.ndarray  # float64 epoch microseconds, nan when none
+    row: dict[str, int]
+    _masks: dict[tuple, np.ndarray] = field(default_factory=dict)
+
+    def mask(self, principal: str | None, namespace: str | None) -> np.ndarray:
+        """Rows the principal may read, in the namespace when one is given."""
+        key = (principal, namespace)
+        if key not in self._masks:
+            keep = np.ones(len(self.ids), dtype=bool)
+            if namespace is not None:
+                keep &= self.namespaces == namespace
+            if principal is not None:
+                keep &= np.fromiter((visible(r, principal) for r in self.readers), dtype=bool, count=len(self.ids))
+            self._masks[key] = keep
+        return self._masks[key]
+
+
+def _matrix(column) -> np.ndarray:
+    """A list<float> Arrow column of equal-length vectors as a float32 (n, dim) array."""
+    array = column.combine_chunks()
+    n = len(array)
+    if n == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    if array.null_count:
+        raise NoSnapshotError("embeddings.parquet has memories without a vector")
+    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if flat.size % n:
+        raise NoSnapshotError("embeddings.parquet holds vectors of different lengths")
+    return flat.reshape(n, flat.size // n)
+
+
+def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
+    """The vectors of the snapshot (embeddings.parquet) with each memory's tier, namespace,
+    readers and time; cached until the snapshot changes."""
+    key = (snapshot.catalog.database, snapshot.identity)
+    with _LOCK:
+        if key in _VECTORS:
+            return _VECTORS[key]
+    path = snapshot.catalog.embeddings
+    if not path.is_file():
+        raise NoSnapshotError(f"no vectors in the snapshot: {path} is missing")
+    table = pq.read_table(path, columns=["id", "embedding"])
+    ids = np.asarray(table.column("id").to_pylist(), dtype=object)
+    matrix = _matrix(table.column("embedding"))
+    meta = snapshot.query("select id, tier, namespace, readers, epoch_us(timestamp) as ts from memories")
+    by_id = {m["id"]: m for m in meta}
+    keep = np.fromiter((i in by_id for i in ids), dtype=bool, count=len(ids))
+    ids, matrix = ids[keep], matrix[keep]
+    rows = [by_id[i] for i in ids]
+    vectors = SnapshotVectors(
+        ids=ids,
+        matrix=np.ascontiguousarray(matrix),
+        tiers=np.asarray([r["tier"] for r in rows], dtype=object),
+        namespaces=np.asarray([r["namespace"] for r in rows], dtype=object),
+        readers=[r["readers"] for r in rows],
+        timestamps_us=np.asarray([np.nan if r["ts"] is None else float(r["ts"]) for r in rows], dtype=np.float64),
+        row={i: n for n, i in enumerate(ids)},
+    )
+    with _LOCK:
+        for old in [k for k in _VECTORS if k[0] == key[0]]:
+            del _VECTORS[old]  # one version per warehouse in memory
+        _VECTORS[key] = vectors
+    return vectors
+
+
+def encoder(model: str, settings: Settings):
+    """The sentence encoder for `model` (transforms.embed.load_encoder), loaded once per process."""
+    key = (model, settings.embedding.device, settings.embedding.backend)
+    with _LOCK:
+        if key in _ENCODERS:
+            return _ENCODERS[key]
+    try:
+        from transforms import embed
+    except ModuleNotFoundError as exc:  # the embed stage not installed here
+        raise EncoderUnavailableError(f"cannot embed text: {exc}") from None
+    try:
+        loaded = embed.load_encoder(model, device=settings.embedding.device, backend=settings.embedding.backend)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise EncoderUnavailableError(f"cannot load the snapshot's embedding model {model!r}: {exc}") from None
+    with _LOCK:
+        _ENCODERS[key] = loaded
+    return loaded
+
+
+def embed_texts(model: str, settings: Settings, texts: list[str]) -> np.ndarray:
+    """Unit-norm float32 vectors of the texts with the given model."""
+    vectors = np.asarray(encoder(model, settings).encode(texts), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
