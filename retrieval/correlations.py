@@ -106,25 +106,22 @@ def visible_links(
         return [], {}
     rows = snapshot.rows("memory_links", {"ids": list(seeds), "min_score": min_score, "types": types})
     rows = [r for r in rows if r["namespace"] == seeds[r["memory_id"]]["namespace"]]
-    others: dict[str, dict[str, Any]] = {}
-    if principal is not None:
-        # Other ends are checked only for a principal: without one, everything in the
-        # namespace is readable, and the link's namespace was checked above. Ids named in
-        # reasons are looked up in the same query, to redact the hidden ones.
-        known = known or {}
-        tokens = {t for r in rows if r["reason"] for t in _TOKEN.findall(r["reason"])}
-        wanted = {r["other_id"] for r in rows} | tokens
-        others = {i: known[i] for i in wanted if i in known}
-        others.update(memories_by_id(snapshot, sorted(wanted - set(others))))
-        rows = [
-            r
-            for r in rows
-            if r["other_id"] in others
-            and visible(others[r["other_id"]]["readers"], principal)
-            and others[r["other_id"]]["namespace"] == r["namespace"]
-        ]
-        hidden = {i for i in tokens if i in others and not visible(others[i]["readers"], principal)}
-        redact_reasons(rows, hidden)
+    # The other ends: readable by the principal, and in the seed's namespace (checked on the
+    # memories themselves, not only on the link's namespace column). Ids named in reasons
+    # are looked up in the same query, to redact the hidden ones.
+    known = known or {}
+    tokens = {t for r in rows if r["reason"] for t in _TOKEN.findall(r["reason"])} if principal is not None else set()
+    wanted = {r["other_id"] for r in rows} | tokens
+    others = {i: known[i] for i in wanted if i in known}
+    others.update(memories_by_id(snapshot, sorted(wanted - set(others))))
+    rows = [
+        r
+        for r in rows
+        if r["other_id"] in others
+        and visible(others[r["other_id"]]["readers"], principal)
+        and others[r["other_id"]]["namespace"] == r["namespace"]
+    ]
+    redact_reasons(rows, {i for i in tokens if i in others and not visible(others[i]["readers"], principal)})
     return rows, others
 
 
@@ -224,7 +221,7 @@ def build_correlation_graph(
         if not frontier:
             break
         rows, others = visible_links(
-            snapshot, {i: nodes[i] for i in frontier}, principal=principal, min_score=min_score, types=types, known=known
+            snapshot, {i: known[i] for i in frontier}, principal=principal, min_score=min_score, types=types, known=known
         )
         known.update(others)
         order = {i: n for n, i in enumerate(frontier)}
