@@ -70,8 +70,8 @@ def discover_links(
     snapshot = open_snapshot(out, settings)
     vectors = snapshot_vectors(snapshot)
     with _LOCK:
-        cursor = snapshot.con.execute("select * from memories where namespace = $namespace", {"namespace": namespace})
-        corpus = pl.from_arrow(cursor.to_arrow_table())
+        relation = snapshot.con.sql("select * from memories where namespace = $namespace", params={"namespace": namespace})
+        corpus = pl.from_arrow(relation.to_arrow_table())
     keep = [
         i != new_id and i in vectors.row and visible(r, principal)
         for i, r in zip(corpus.get_column("id").to_list(), corpus.get_column("readers").to_list())
