@@ -264,6 +264,9 @@ def postgres_records(store: StoreConfig) -> Iterator[Record]:
                     yield row_record(names, values, locate(number, values), embedding_column)
     except ExtractError:
         raise
+    except UnicodeError as exc:
+        # psycopg encodes queries as ASCII on a SQL_ASCII database.
+        raise ExtractError(f"{where}: cannot send the query ({exc.reason}); a SQL_ASCII database takes ASCII table names and queries only") from None
     except psycopg.Error as exc:
         # OperationalError (connection lost) is I/O: the flow retries ExtractError.
         raise ExtractError(f"{where}: cannot read from PostgreSQL at {_target(dsn)}: {_secret_free(str(exc), dsn)}") from None

@@ -75,6 +75,7 @@ def fresh_database(dsn: str, *, encoding: str = "UTF8") -> Iterator[str]:
 def table_fingerprint(dsn: str, table: str) -> tuple[int, str]:
     """(row count, md5 of every row in key order): equal before and after means untouched."""
     with psycopg.connect(dsn) as conn:
+        conn.execute("set client_encoding to 'UTF8'")  # only ASCII comes back (a count, a hex digest)
         count, digest = conn.execute(
             psycopg.sql.SQL("select count(*), md5(coalesce(string_agg(t::text, E'\\n' order by t::text), '')) from {} t").format(
                 psycopg.sql.Identifier(*table.split("."))
