@@ -1,0 +1,56 @@
+"""Worker processes for the concurrency tests, run as `python -m reliability._workers KIND ...`
+with tests/ on sys.path: a reader that queries until told to stop, and a manual-link writer."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
+    """Query the snapshot until stop_file exists; every answer must come from one complete
+    snapshot: the expected row counts, and every link of a single run."""
+    import duckdb
+
+    from retrieval.correlations import find_correlations
+
+    expected = json.loads(expect)
+    queries, errors = 0, []
+    while not Path(stop_file).exists() or queries == 0:
+        try:
+            con = duckdb.connect(str(Path(root) / "correlations.duckdb"), read_only=True)
+            try:
+                memories = con.execute("select count(*) from memories").fetchone()[0]
+                links, runs = con.execute("select count(*), count(distinct run_id) from relationships").fetchone()
+                run_ids = {r[0] for r in con.execute("select run_id from runs").fetchall()}
+                link_runs = {r[0] for r in con.execute("select distinct run_id from relationships").fetchall()}
+            finally:
+                con.close()
+            if (memories, links, runs) != (expected["memories"], expected["relationships"], 1) or not link_runs <= run_ids:
+                errors.append(f"incomplete snapshot: memories={memories} links={links} runs={runs} link_runs={link_runs} runs_table={run_ids}")
+            queries += 1
+            found = find_correlations("ep1", out=root)
+            if not found:
+                errors.append("find_correlations('ep1') returned nothing")
+            queries += 1
+        except Exception as exc:  # a reader error is what the test counts
+            errors.append(f"{type(exc).__name__}: {exc}")
+            queries += 1
+        time.sleep(0.005)
+    Path(out_file).write_text(json.dumps({"queries": queries, "errors": errors[:20], "error_count": len(errors)}))
+
+
+def writer(root: str, name: str, count: str) -> None:
+    """Append `count` manual links through add_relationship."""
+    from retrieval.manual import add_relationship
+
+    pairs = [("ep1", "sem2"), ("sem3", "proc1"), ("orphan1", "ep2"), ("proc1", "sem3")]
+    for n in range(int(count)):
+        source, target = pairs[n % len(pairs)]
+        add_relationship(source, target, "references", score=0.5, metadata={"writer": name, "n": n}, out=root)
+
+
+if __name__ == "__main__":
+    {"reader": reader, "writer": writer}[sys.argv[1]](*sys.argv[2:])

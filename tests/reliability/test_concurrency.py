@@ -1,0 +1,58 @@
+"""Concurrency: readers querying continuously while runs publish see only complete snapshots
+and never fail; concurrent add_relationship writers lose no link."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ctc.manual_log import read_records
+from reliability.stats import count
+from retrieval.testing import LINKS, MEMORIES, publish_tiny
+
+TESTS = Path(__file__).resolve().parents[1]
+READERS, PUBLISHES, WRITERS, LINKS_PER_WRITER = 8, 3, 2, 1000
+
+
+def worker(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "reliability._workers", *args], env=env, cwd=TESTS.parent, stderr=subprocess.PIPE, text=True)
+
+
+def test_readers_see_only_complete_snapshots_while_runs_publish(tmp_path):
+    root = publish_tiny(tmp_path / "wh", run_id="r0")
+    stop = tmp_path / "stop"
+    expect = json.dumps({"memories": len(MEMORIES), "relationships": len(LINKS)})
+    readers = [worker("reader", str(root), str(stop), str(tmp_path / f"reader{i}.json"), expect) for i in range(READERS)]
+    try:
+        time.sleep(1.0)  # readers are querying before the first publish
+        for run in range(1, PUBLISHES + 1):
+            publish_tiny(root, run_id=f"r{run}")
+            time.sleep(0.3)
+    finally:
+        stop.touch()
+        for proc in readers:
+            proc.wait(timeout=120)
+    results = [json.loads((tmp_path / f"reader{i}.json").read_text()) for i in range(READERS)]
+    queries = sum(r["queries"] for r in results)
+    count(readers=READERS, reader_queries=queries)
+    assert all(proc.returncode == 0 for proc in readers), [proc.stderr.read() for proc in readers]
+    assert [r["errors"] for r in results if r["error_count"]] == []
+    assert all(r["queries"] > 0 for r in results)
+
+
+def test_concurrent_manual_link_writers_lose_nothing(tmp_path):
+    root = publish_tiny(tmp_path / "wh")
+    writers = [worker("writer", str(root), f"w{i}", str(LINKS_PER_WRITER)) for i in range(WRITERS)]
+    for proc in writers:
+        proc.wait(timeout=300)
+    assert all(proc.returncode == 0 for proc in writers), [proc.stderr.read()[-2000:] for proc in writers]
+    records, bad = read_records(root / "manual" / "relationships.jsonl")
+    seen = {(r["metadata"]["writer"], r["metadata"]["n"]) for r in records}
+    count(inputs_tried=WRITERS * LINKS_PER_WRITER, lost_records=WRITERS * LINKS_PER_WRITER - len(seen))
+    assert bad == []
+    assert len(records) == len(seen) == WRITERS * LINKS_PER_WRITER
