@@ -96,6 +96,12 @@ def main(args: argparse.Namespace) -> int:
     except ReadSideError as exc:
         print(f"ctc {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # `ctc graph ... | head`: the reader left; say nothing more.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def correlations(args: argparse.Namespace, settings) -> int:

@@ -70,20 +70,25 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
     if not path.is_file():
         raise NoSnapshotError(f"no vectors in the snapshot: {path} is missing")
     table = pq.read_table(path, columns=["id", "embedding"])
-    ids = np.asarray(table.column("id").to_pylist(), dtype=object)
+    ids = table.column("id").to_numpy(zero_copy_only=False).astype(object)
     matrix = _matrix(table.column("embedding"))
-    meta = snapshot.query("select id, tier, namespace, readers, epoch_us(timestamp) as ts from memories")
-    by_id = {m["id"]: m for m in meta}
-    keep = np.fromiter((i in by_id for i in ids), dtype=bool, count=len(ids))
-    ids, matrix = ids[keep], matrix[keep]
-    rows = [by_id[i] for i in ids]
+    with _LOCK:
+        meta = snapshot.con.sql(
+            "select id, tier, namespace, readers, epoch_us(timestamp)::double as ts from memories"
+        ).to_arrow_table()
+    meta_row = {i: n for n, i in enumerate(meta.column("id").to_pylist())}
+    take = np.asarray([meta_row.get(i, -1) for i in ids], dtype=np.int64)
+    keep = take >= 0
+    ids, matrix, take = ids[keep], matrix[keep], take[keep]
+    column = lambda name: meta.column(name).to_numpy(zero_copy_only=False)[take]  # noqa: E731
+    readers = meta.column("readers").to_pylist()
     vectors = SnapshotVectors(
         ids=ids,
         matrix=np.ascontiguousarray(matrix),
-        tiers=np.asarray([r["tier"] for r in rows], dtype=object),
-        namespaces=np.asarray([r["namespace"] for r in rows], dtype=object),
-        readers=[r["readers"] for r in rows],
-        timestamps_us=np.asarray([np.nan if r["ts"] is None else float(r["ts"]) for r in rows], dtype=np.float64),
+        tiers=column("tier").astype(object),
+        namespaces=column("namespace").astype(object),
+        readers=[readers[t] for t in take],
+        timestamps_us=np.asarray(meta.column("ts").to_numpy(zero_copy_only=False), dtype=np.float64)[take],
         row={i: n for n, i in enumerate(ids)},
     )
     with _LOCK:
