@@ -101,7 +101,7 @@ def score_task(namespace: str, memories: pl.DataFrame, embeddings: np.ndarray, s
 @task(name="publish", cache_policy=NO_CACHE)
 def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame], catalog: Catalog, run_id: str) -> publish.Published:
     fault_point("publish")
-    published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state)
+    published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state, before_swap=lambda: fault_point("publish_swap"))
     get_run_logger().info("published %s: %s", published.database, published.rows)
     return published
 

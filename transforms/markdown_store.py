@@ -158,13 +158,22 @@ def _sources(block: Block) -> tuple[list[str], list[str]]:
     return content, sources
 
 
-def _resolved_refs(sources: list[str], line_ids: dict[tuple[str, int], str]) -> tuple[list[str], list[str]]:
+def _last_lines(line_ids: dict[tuple[str, int], str]) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for path, line in line_ids:
+        last[path] = max(line, last.get(path, 0))
+    return last
+
+
+def _resolved_refs(sources: list[str], line_ids: dict[tuple[str, int], str], last_lines: dict[str, int]) -> tuple[list[str], list[str]]:
     refs: list[str] = []
     unresolved: list[str] = []
     for source in sources:
         path, _, span = source.partition("#L")
         first, _, last = span.partition("-L")
-        hits = [line_ids.get((path, n)) for n in range(int(first), int(last or first) + 1)]
+        # Walk only lines that exist: a range like L1-L999999999999 must not hang the run.
+        end = min(int(last or first), last_lines.get(path, 0))
+        hits = [line_ids.get((path, n)) for n in range(int(first), end + 1)]
         found = sorted({h for h in hits if h})
         refs.extend(h for h in found if h not in refs)
         if not found:
@@ -176,6 +185,7 @@ def memory_file_records(root: Path, path: Path, store: str, line_ids: dict[tuple
     """Semantic memories of MEMORY.md, with Source: lines turned into refs."""
     relpath = path.relative_to(root).as_posix()
     seen: dict[str, int] = {}
+    last_lines = _last_lines(line_ids)
     pending: tuple[str, str, dict[str, Any]] | None = None
     for block in markdown_blocks(_decoded_lines(path)):
         location = f"{relpath}:L{block.start}-L{block.end}"
@@ -188,7 +198,7 @@ def memory_file_records(root: Path, path: Path, store: str, line_ids: dict[tuple
             pending[2]["_sources"].extend(sources)
             continue
         if pending is not None:
-            yield _finish(pending, line_ids)
+            yield _finish(pending, line_ids, last_lines)
         text = Block(block.start, content_lines).text() if content_lines else ""
         fields = {
             "id": _entry_id(store, relpath, text, seen),
@@ -199,13 +209,13 @@ def memory_file_records(root: Path, path: Path, store: str, line_ids: dict[tuple
         }
         pending = (location, _raw(block), fields)
     if pending is not None:
-        yield _finish(pending, line_ids)
+        yield _finish(pending, line_ids, last_lines)
 
 
-def _finish(pending: tuple[str, str, dict[str, Any]], line_ids: dict[tuple[str, int], str]) -> Record:
+def _finish(pending: tuple[str, str, dict[str, Any]], line_ids: dict[tuple[str, int], str], last_lines: dict[str, int]) -> Record:
     location, raw, fields = pending
     sources = fields.pop("_sources")
-    refs, unresolved = _resolved_refs(sources, line_ids)
+    refs, unresolved = _resolved_refs(sources, line_ids, last_lines)
     fields["refs"] = refs
     if unresolved:
         fields["metadata"]["unresolved_sources"] = unresolved
@@ -226,6 +236,8 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
         meta = yaml.safe_load(head) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"front matter is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise ValueError("front matter is not valid YAML: nested too deeply") from None
     if not isinstance(meta, dict):
         raise ValueError("front matter must be a mapping")
     return meta, body

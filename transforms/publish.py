@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def publish_snapshot(
     run_id: str,
     *,
     parquet_only: dict[str, pl.DataFrame] | None = None,
+    before_swap: Callable[[], None] | None = None,
 ) -> Published:
     """Write every table as Parquet into a new snapshot folder, build the DuckDB file beside
     the live one, then swap both in with renames. `parquet_only` tables (vectors, incremental
@@ -99,6 +101,8 @@ def publish_snapshot(
         snapshot_database(tables, temp_db)
         with open(temp_db, "rb") as handle:
             os.fsync(handle.fileno())
+        if before_swap is not None:
+            before_swap()
         # The DuckDB file first: it is what readers open. A reader holding the old file
         # keeps reading the old inode until it closes.
         os.replace(temp_db, catalog.database)
