@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from ctc.config import Settings
 from retrieval.errors import EncoderUnavailableError, NoSnapshotError
+from retrieval.snapshot import _LOCK as _DB_LOCK
 from retrieval.snapshot import Snapshot, visible
 
 _LOCK = threading.Lock()
@@ -72,7 +73,7 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
     table = pq.read_table(path, columns=["id", "embedding"])
     ids = table.column("id").to_numpy(zero_copy_only=False).astype(object)
     matrix = _matrix(table.column("embedding"))
-    with _LOCK:
+    with _DB_LOCK:
         meta = snapshot.con.sql(
             "select id, tier, namespace, readers, epoch_us(timestamp)::double as ts from memories"
         ).to_arrow_table()
