@@ -9,7 +9,7 @@ pair_scores as (
     select * from pair_scores
 ),
 
-memories as (
+memories as not materialized (
     select * from link_memories
 ),
 

@@ -9,7 +9,7 @@ pairs as (
     select a_idx, b_idx, cosine from pairs
 ),
 
-memories as (
+memories as not materialized (
     select idx, id, namespace, timestamp, terms, ref_ids from link_memories
 ),
 
@@ -31,7 +31,9 @@ joined as (
     from pairs as p
     join memories as a on a.idx = p.a_idx
     join memories as b on b.idx = p.b_idx
-    where a.namespace = b.namespace and a.id <> b.id
+    -- candidates are built within a namespace; this guard is kept out of the join
+    -- condition (coalesce) so the planner joins on idx only and never pairs memories by namespace
+    where coalesce(a.namespace = b.namespace and a.id <> b.id, false)
 ),
 
 components as (

@@ -39,6 +39,7 @@ PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
 _BLOCK = 2048
+_CHUNK = 16_384  # pairs per gather: small enough to stay in cache
 
 
 def route_bounds(scoring: ScoringConfig) -> dict[str, tuple[float, float]]:
@@ -186,6 +187,37 @@ def similarity_pairs(
     return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
 
 
+def bounded_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame
+) -> pl.DataFrame:
+    """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
+
+    Once a pair is known, its cosine and temporal are cheap (numpy); only co_occurrence is
+    left unknown, bounded by min(|A|, |B|) / max(|A|, |B|). Pruning here keeps the SQL to
+    the pairs that may qualify.
+    """
+    w = scoring.weights
+    a = pairs["a_idx"].to_numpy()
+    b = pairs["b_idx"].to_numpy()
+    n_terms = memories["terms"].list.len().to_numpy().astype(np.float64)
+    stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    keep = np.empty(len(a), dtype=bool)
+    for start in range(0, len(a), _CHUNK):
+        ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
+        cos = np.einsum("ij,ij->i", embeddings[ia], embeddings[ib]) + _COS_SLACK
+        small, large = np.minimum(n_terms[ia], n_terms[ib]), np.maximum(n_terms[ia], n_terms[ib])
+        co = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
+        gap = np.abs(stamps[ia] - stamps[ib])
+        timed = ~np.isnan(gap)
+        temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
+        total = w["semantic"] + w["co_occurrence"] + w["cross_reference"] + np.where(timed, w["temporal"], 0.0)
+        bound = w["semantic"] * np.clip(cos, 0.0, 1.0) + w["co_occurrence"] * co + w["temporal"] * temporal
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(total > 0, bound / total, 0.0)
+        keep[start:start + _CHUNK] = score >= scoring.min_correlation_score - _EPS * 1e3
+    return pairs.filter(pl.Series(keep))
+
+
 def candidate_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None
 ) -> pl.DataFrame:
@@ -194,11 +226,8 @@ def candidate_pairs(
     `memories` needs idx (row number), id, namespace, timestamp, terms, ref_ids; `focus` (bool
     per row) keeps only pairs with an end in focus.
     """
-    parts = [
-        term_pairs(memories, scoring, focus),
-        reference_pairs(memories, focus),
-        similarity_pairs(memories, embeddings, scoring, focus),
-    ]
+    found = pl.concat([term_pairs(memories, scoring, focus), similarity_pairs(memories, embeddings, scoring, focus)])
+    parts = [bounded_pairs(memories, embeddings, scoring, found.unique()), reference_pairs(memories, focus)]
     return pl.concat(parts).unique().sort("a_idx", "b_idx")
 
 

@@ -21,7 +21,7 @@ from transforms.schema import RELATIONSHIP_SCHEMA
 
 AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
-_COSINE_CHUNK = 200_000
+_COSINE_CHUNK = 16_384  # pairs per gather: small enough to stay in cache
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
