@@ -12,7 +12,7 @@ from ctc.config import TIERS, Settings
 from retrieval.correlations import check_tiers
 from retrieval.errors import DiscoveryDisabledError, InvalidArgumentError
 from retrieval.snapshot import _LOCK, default_settings, embedding_model, open_snapshot, visible
-from retrieval.vectors import embed_texts, snapshot_vectors
+from retrieval.vectors import embed_texts, export_dir, snapshot_vectors
 
 NEW_MEMORY_ID = "new-memory"
 _INVERSE = {"generalizes": "specializes", "specializes": "generalizes"}
@@ -90,7 +90,7 @@ def discover_links(
     frame = pl.concat([corpus.select(new.columns).cast(new.schema), new], how="vertical")
 
     model = embedding_model(snapshot, settings)
-    query = embed_texts(model, settings, _embedding_text(new))
+    query = embed_texts(model, settings, _embedding_text(new), export_dir(snapshot))
     rows = [vectors.row[i] for i in corpus.get_column("id").to_list()]
     matrix = np.vstack([vectors.matrix[rows], query]) if rows else query
     if matrix.shape[1] != query.shape[1]:

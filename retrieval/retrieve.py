@@ -13,7 +13,7 @@ from ctc.config import Settings
 from retrieval.correlations import check_count, check_tiers, visible_links
 from retrieval.errors import InvalidArgumentError
 from retrieval.snapshot import default_settings, embedding_model, memories_by_id, open_snapshot
-from retrieval.vectors import embed_texts, snapshot_vectors
+from retrieval.vectors import embed_texts, export_dir, snapshot_vectors
 
 
 def recency(timestamps_us: np.ndarray, now: datetime, tau_days: float) -> np.ndarray:
@@ -54,7 +54,7 @@ def retrieve_with_expansion(
     snapshot = open_snapshot(out, settings)
     vectors = snapshot_vectors(snapshot)
     if query_embedding is None:
-        q = embed_texts(embedding_model(snapshot, settings), settings, [query])[0]
+        q = embed_texts(embedding_model(snapshot, settings), settings, [query], export_dir(snapshot))[0]
     else:
         q = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
         q = q / (np.linalg.norm(q) or 1.0)

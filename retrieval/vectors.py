@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -99,9 +100,27 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
     return vectors
 
 
-def encoder(model: str, settings: Settings):
-    """The sentence encoder for `model` (transforms.embed.load_encoder), loaded once per process."""
-    key = (model, settings.embedding.device, settings.embedding.backend)
+def export_dir(snapshot: Snapshot) -> Path | None:
+    """The warehouse's cache folder when a run left an ONNX export there (reused, read only)."""
+    return snapshot.catalog.cache_dir if (snapshot.catalog.cache_dir / "onnx").is_dir() else None
+
+
+def read_side_backend(settings: Settings) -> tuple[str, str]:
+    """(device, backend) for embedding one query at a time. `auto` on CPU means onnxruntime
+    here: its vectors match torch's (cosine >= 0.999, docs/embedding.md) and one short text
+    encodes in milliseconds instead of the torch path's tenths of a second, without importing
+    torch. A configured backend, or device cuda, is kept as it is."""
+    device, backend = settings.embedding.device, settings.embedding.backend
+    if backend == "auto" and device in ("auto", "cpu"):
+        return "cpu", "onnx"
+    return device, backend
+
+
+def encoder(model: str, settings: Settings, cache_dir: Path | None = None):
+    """The sentence encoder for `model` (transforms.embed.load_encoder), loaded once per process.
+    cache_dir: where an ONNX export is kept (the warehouse's cache when a run made one there)."""
+    device, backend = read_side_backend(settings)
+    key = (model, device, backend)
     with _LOCK:
         if key in _ENCODERS:
             return _ENCODERS[key]
@@ -110,16 +129,16 @@ def encoder(model: str, settings: Settings):
     except ModuleNotFoundError as exc:  # the embed stage not installed here
         raise EncoderUnavailableError(f"cannot embed text: {exc}") from None
     try:
-        loaded = embed.load_encoder(model, device=settings.embedding.device, backend=settings.embedding.backend)
-    except (OSError, ValueError, RuntimeError) as exc:
+        loaded = embed.load_encoder(model, device=device, backend=backend, cache_dir=cache_dir).load()
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
         raise EncoderUnavailableError(f"cannot load the snapshot's embedding model {model!r}: {exc}") from None
     with _LOCK:
         _ENCODERS[key] = loaded
     return loaded
 
 
-def embed_texts(model: str, settings: Settings, texts: list[str]) -> np.ndarray:
+def embed_texts(model: str, settings: Settings, texts: list[str], cache_dir: Path | None = None) -> np.ndarray:
     """Unit-norm float32 vectors of the texts with the given model."""
-    vectors = np.asarray(encoder(model, settings).encode(texts), dtype=np.float32)
+    vectors = np.asarray(encoder(model, settings, cache_dir).encode(texts), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)

@@ -37,7 +37,7 @@ def out(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def hand_encoder(monkeypatch):
-    monkeypatch.setattr("retrieval.vectors.encoder", lambda model, settings: HandEncoder())
+    monkeypatch.setattr("retrieval.vectors.encoder", lambda model, settings, cache_dir=None: HandEncoder())
 
 
 @pytest.fixture
