@@ -174,13 +174,12 @@ def provided_embeddings(memories: pl.DataFrame, dim: int) -> pl.DataFrame:
 
 
 def memory_embeddings(memories: pl.DataFrame, encoder: Encoder, cache_dir: Path, *, batch_size: int | None = None, log: logging.Logger | None = None) -> tuple[pl.DataFrame, EmbedStats]:
-    """(id, text_hash, embedding) for every memory: its provided vector, else its content's cached or new one."""
+    """(id, text_hash, embedding) for every memory, in order: its provided vector, else its content's."""
+    keyed = memories.select("id", pl.col("content").alias("text")).with_row_index("_row")
+    keyed = keyed.with_columns(pl.col("text").map_elements(text_hash, return_dtype=pl.String).alias("text_hash"))
     provided = provided_embeddings(memories, encoder.dim)
-    rest = memories.join(provided.select("id"), on="id", how="anti")
-    texts = rest.select("id", pl.col("content").map_elements(text_hash, return_dtype=pl.String).alias("text_hash"), pl.col("content").alias("text"))
-    embedded, stats = embed_with_cache(texts.select("text_hash", "text"), encoder, cache_dir, batch_size=batch_size, log=log)
-    from_cache = texts.select("id", "text_hash").with_columns(embedded["embedding"])
-    given = provided.join(memories.select("id", pl.col("content").map_elements(text_hash, return_dtype=pl.String).alias("text_hash")), on="id").select("id", "text_hash", "embedding")
-    order = memories.select("id").with_row_index("_row")
-    out = pl.concat([given, from_cache]).join(order, on="id").sort("_row").drop("_row")
-    return out, stats
+    rest = keyed.join(provided.select("id"), on="id", how="anti", maintain_order="left")
+    embedded, stats = embed_with_cache(rest.select("text_hash", "text"), encoder, cache_dir, batch_size=batch_size, log=log)
+    computed = rest.select("_row", "id", "text_hash").with_columns(embedded["embedding"])
+    given = keyed.select("_row", "id", "text_hash").join(provided, on="id")
+    return pl.concat([given, computed]).sort("_row").drop("_row"), stats
