@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -161,6 +162,7 @@ def main() -> int:
     width = max(map(len, figures))
     for name, value in figures.items():
         print(f"{name:<{width}}  {value}")
+    shutil.rmtree(work, ignore_errors=True)
     print("RESULT " + " ".join(f"{k}={v}" for k, v in figures.items()))
     return 0
 
