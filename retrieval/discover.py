@@ -18,14 +18,19 @@ NEW_MEMORY_ID = "new-memory"
 _INVERSE = {"generalizes": "specializes", "specializes": "generalizes"}
 
 
-def _embedding_text(frame) -> list[str]:
-    """The text the batch pipeline embeds for each memory row (its content unless the
-    pipeline defines more)."""
+def _embedding_text(frame, new_id: str) -> list[str]:
+    """The text the batch pipeline would embed for the new memory (transforms.embedding_text:
+    an episode with a session is embedded with its session neighbours), as a one-item list."""
+    import polars as pl
+
+    new = frame.filter(pl.col("id") == new_id)
     try:
         from transforms.embedding_text import embedding_texts
-    except ModuleNotFoundError:
-        return frame.get_column("content").to_list()
-    return embedding_texts(frame).get_column("text").to_list()
+    except ModuleNotFoundError:  # an older pipeline embedded the content alone
+        return new.get_column("content").to_list()
+    session, namespace = new.get_column("session_id")[0], new.get_column("namespace")[0]
+    scope = new if session is None else frame.filter((pl.col("namespace") == namespace) & (pl.col("session_id") == session))
+    return embedding_texts(scope).filter(pl.col("id") == new_id).get_column("text").to_list()
 
 
 def discover_links(
@@ -90,7 +95,7 @@ def discover_links(
     frame = pl.concat([corpus.select(new.columns).cast(new.schema), new], how="vertical")
 
     model = embedding_model(snapshot, settings)
-    query = embed_texts(model, settings, _embedding_text(new), export_dir(snapshot))
+    query = embed_texts(model, settings, _embedding_text(frame, new_id), export_dir(snapshot))
     rows = [vectors.row[i] for i in corpus.get_column("id").to_list()]
     matrix = np.vstack([vectors.matrix[rows], query]) if rows else query
     if matrix.shape[1] != query.shape[1]:

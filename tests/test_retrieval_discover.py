@@ -101,3 +101,22 @@ def test_disabled(out, tmp_path):
 def test_errors(out, settings, content, kwargs, match):
     with pytest.raises(InvalidArgumentError, match=match):
         discover_links(content, out=out, settings=settings, **kwargs)
+
+
+def test_embeds_the_text_the_pipeline_would(out, settings, monkeypatch):
+    """transforms.embedding_text: an episode in a session is embedded with its neighbours."""
+    from datetime import datetime, timezone
+
+    seen = []
+
+    class Recorder(HandEncoder):
+        def encode(self, texts):
+            seen.extend(texts)
+            return super().encode(texts)
+
+    monkeypatch.setattr("retrieval.vectors.encoder", lambda model, settings, cache_dir=None: Recorder())
+    discover_links("Index build took 40 s", tier="episodic", session_id="s1",
+                   timestamp=datetime(2026, 11, 2, 11, 0, tzinfo=timezone.utc), out=out, settings=settings)
+    discover_links("Index build took 40 s", tier="episodic", out=out, settings=settings)
+    assert seen[0].startswith("Index build took 40 s\n") and "Benchmarked pgvector index build times" in seen[0]
+    assert seen[1] == "Index build took 40 s"
