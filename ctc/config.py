@@ -206,6 +206,13 @@ def _embedding(raw: dict) -> EmbeddingConfig:
     return EmbeddingConfig(model=model, device=device, backend=backend, batch_size=batch, cache_dir=raw.get("cache_dir"))
 
 
+def _resolved(path: str | None, base: Path) -> str | None:
+    """A path from the config, relative to the config file's folder."""
+    if path is None or os.path.isabs(path):
+        return path
+    return str((base / path).resolve())
+
+
 # Environment variable -> (section, key) it overrides.
 ENV_OVERRIDES = {
     "MIN_CORRELATION_SCORE": ("scoring", "min_correlation_score"),
@@ -253,11 +260,12 @@ def settings_from_dict(doc: dict, *, base: Path, env: dict[str, str] | None = No
     stores = tuple(_store(i, s, base, names) for i, s in enumerate(raw_stores))
     correlator = doc.get("correlator", {})
     extract = doc.get("extract", {})
+    embedding = _embedding(doc.get("embedding", {}))
     return Settings(
         output_dir=out_path.resolve(),
         stores=stores,
         scoring=_scoring(doc.get("scoring", {})),
-        embedding=_embedding(doc.get("embedding", {})),
+        embedding=replace(embedding, cache_dir=_resolved(embedding.cache_dir, base)),
         enabled=_bool("CORRELATOR_ENABLED", correlator.get("enabled", True)),
         auto_discover=_bool("AUTO_DISCOVER_ENABLED", correlator.get("auto_discover", True)),
         max_content_bytes=int(_number("extract.max_content_bytes", extract.get("max_content_bytes", 64 * 1024), integer=True, low=1)),

@@ -113,10 +113,26 @@ def scored_links(
     `embeddings` is row-aligned with `memories`. With `focus_ids`, only pairs with an end
     in focus_ids. Every row depends only on its two memories and the config.
     """
+    return scored_links_with_count(memories, embeddings, scoring, focus_ids=focus_ids)[0]
+
+
+def scored_links_with_count(
+    memories: pl.DataFrame,
+    embeddings: np.ndarray,
+    scoring: ScoringConfig,
+    *,
+    focus_ids: Collection[str] | None = None,
+) -> tuple[pl.DataFrame, int]:
+    """`scored_links` and how many candidate pairs were scored to find them (for run stats)."""
     frame, vectors = _prepared(memories, embeddings)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
     pairs = candidate_pairs(frame, vectors, scoring, focus)
-    return classified_pairs(frame, vectors, pairs, scoring)
+    return classified_pairs(frame, vectors, pairs, scoring), pairs.height
+
+
+def empty_scored_links() -> pl.DataFrame:
+    """No links, with the relationship columns."""
+    return pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
 
 
 def brute_force_links(memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig) -> pl.DataFrame:
