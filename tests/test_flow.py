@@ -26,7 +26,7 @@ COMPARED = ["source_id", "target_id", "relationship_type", "score", "semantic", 
 def relationships(out: Path) -> pl.DataFrame:
     con = duckdb.connect(str(Catalog(out).database), read_only=True)
     try:
-        return pl.from_arrow(con.execute("select * from relationships").to_arrow_table()).select(COMPARED).sort(COMPARED[:3])
+        return pl.from_arrow(con.sql("select * from relationships").to_arrow_table()).select(COMPARED).sort(COMPARED[:3])
     finally:
         con.close()
 
@@ -163,11 +163,12 @@ def test_run_report_and_tier_table_artifacts(tmp_path, cached_embeddings):
     config = tiny_stores(tmp_path / "stores")
     summary = correlate(config_path=str(config))
     with get_client(sync_client=True) as client:
-        artifacts = {a.key: a for a in client.read_artifacts()}
-    report = artifacts["correlator-run-report"]
-    assert summary["run_id"] in report.data and "Contradictions to review" in report.data
-    assert "dashboard.html" in report.data
-    assert artifacts["correlator-tier-distribution"].type == "table"
+        artifacts = client.read_artifacts()
+    reports = [a for a in artifacts if a.key == "correlator-run-report" and summary["run_id"] in a.data]
+    assert len(reports) == 1
+    assert "Contradictions to review" in reports[0].data and "dashboard.html" in reports[0].data
+    tables = [a for a in artifacts if a.key == "correlator-tier-distribution" and a.flow_run_id == reports[0].flow_run_id]
+    assert tables and tables[0].type == "table" and "episodic" in str(tables[0].data)
 
 
 def test_dask_task_runner_gives_the_same_result(tmp_path, cached_embeddings):
