@@ -56,6 +56,12 @@ def snapshot_database(tables: dict[str, pl.DataFrame], path: Path) -> None:
             # Table names come from our own catalog, never from input.
             con.execute(f"create table {name} as select * from staged")
             con.unregister("staged")
+        # Point lookups by id are the read side's hot path (find_correlations, graph levels).
+        if "relationships" in tables:
+            con.execute("create index relationships_source on relationships(source_id)")
+            con.execute("create index relationships_target on relationships(target_id)")
+        if "memories" in tables:
+            con.execute("create index memories_id on memories(id)")
         for view in VIEWS:
             con.execute(sql.load(view))
         con.execute("checkpoint")
