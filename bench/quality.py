@@ -123,6 +123,22 @@ STATEMENTS = [
     ("Alice likes the weekly sync meeting", "Alice likes short meetings", False),
     ("The staging database is backed up nightly", "Nightly backups cover the staging database", False),
     ("Invoices are rounded half up to 2 decimals", "Invoice totals use 2 decimals", False),
+    # shapes that must not read as conflicts: one text gives a subset of the other's values, a
+    # version given with more precision, the same negation worded two ways, the same rule where
+    # one copy also negates a word the other uses in another sense
+    ("Recall@10 was 0.962 with ef_search 40 and 0.991 with ef_search 100",
+     "With ef_search 40 the recall@10 was 0.962", False),
+    ("Python 3.11 and Python 3.12 pass CI on Node 20", "Python 3.11 passes CI on Node 18 and Node 20", False),
+    ("The reporting database runs Postgres 15.6", "The reporting database runs Postgres 15", False),
+    ("Alerts are grouped by service, not by host", "Alerts are grouped by service rather than by host", False),
+    ("The CI user had no write access to the registry, so we granted it",
+     "The CI user lacked write access to the registry; we granted it", False),
+    ("Cluster upgrade: check the node logs first, no restarts during business hours",
+     "Cluster upgrade: 1. Check the node logs. 2. No restarts during business hours without a health check", False),
+    # the same shapes when they do conflict
+    ("The reporting database runs Postgres 15.6", "The reporting database runs Postgres 16", True),
+    ("Alerts are grouped by host", "Alerts are grouped by service rather than by host", True),
+    ("The CI user has write access to the registry", "The CI user lacks write access to the registry", True),
 ]
 VARIANTS = {"turn": (0, 0), "turn+previous": (1, 0), "turn+neighbours": (1, 1), "turn+2-neighbours": (2, 2)}
 
