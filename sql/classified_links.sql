@@ -27,11 +27,13 @@ kept as (
             lambda t: list_contains(a.named_terms, t) or list_contains(b.named_terms, t)
         ) as shared_names,
         a.tier as a_tier, a.timestamp as a_ts, a.session_id as a_session, a.content as a_content,
-        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.polarity as a_polarity,
+        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated,
+        a.polarity as a_polarity,
         a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
         a.causal_cue as a_cue, a.cause_terms as a_cause,
         b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
-        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.polarity as b_polarity,
+        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated,
+        b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause
     from above_threshold as s
@@ -57,17 +59,29 @@ evidence as (
             / nullif(len(a_subject) + len(b_subject) - len(list_intersect(a_subject, b_subject)), 0),
             0.0
         ) as subject_overlap,
-        -- values one side states for a subject both give a value ("python=3.11" vs "python=3.12")
-        list_filter(a_vals, lambda v: not list_contains(b_vals, v)
-            and list_contains(list_transform(b_vals, lambda w: split_part(w, '=', 1)), split_part(v, '=', 1))) as a_own_values,
-        list_filter(b_vals, lambda v: not list_contains(a_vals, v)
-            and list_contains(list_transform(a_vals, lambda w: split_part(w, '=', 1)), split_part(v, '=', 1))) as b_own_values,
+        -- subjects both give a value for whose value sets are disjoint ("python=3.11" vs "python=3.12"):
+        -- a subject with a value on both sides that agrees is no conflict, whatever else either side lists
+        -- ("0.962 and 0.991" vs "0.962"); values agree when equal or one refines the other ("16" and "16.4")
+        list_filter(
+            list_intersect(
+                list_transform(a_vals, lambda v: split_part(v, '=', 1)),
+                list_transform(b_vals, lambda w: split_part(w, '=', 1))
+            ),
+            lambda k: not list_contains(list_transform(
+                list_filter(a_vals, lambda v: len(list_filter(b_vals, lambda w:
+                    split_part(w, '=', 1) = split_part(v, '=', 1) and (
+                        w = v
+                        or starts_with(split_part(w, '=', 2), split_part(v, '=', 2) || '.')
+                        or starts_with(split_part(v, '=', 2), split_part(w, '=', 2) || '.')
+                    ))) > 0),
+                lambda v: split_part(v, '=', 1)
+            ), k)
+        ) as conflict_subjects,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
-        -- a term one side negates ("no longer prefers tabs") that the other states plainly
-        len(list_filter(a_negated, lambda t: list_contains(b_terms, t) and not list_contains(b_negated, t))) > 0
-            as a_negates_b,
-        len(list_filter(b_negated, lambda t: list_contains(a_terms, t) and not list_contains(a_negated, t))) > 0
-            as b_negates_a,
+        -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
+        -- word of it, outside any negation; two sides negating the same thing never conflict
+        len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' ')))) > 0 as a_negates_b,
+        len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0 as b_negates_a,
         case
             when a_tier = 'semantic' and b_tier = 'episodic' then
                 a_refers_b or coalesce(b_ts <= a_ts, false)
@@ -80,7 +94,9 @@ evidence as (
 rules as (
     select
         *,
-        len(a_own_values) > 0 and len(b_own_values) > 0 as value_conflict,
+        len(conflict_subjects) > 0 as value_conflict,
+        list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
+        list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
         semantic >= $contradiction_min_semantic
             and subject_overlap >= $contradiction_min_overlap
             and (value_conflict or antonym_conflict or a_negates_b or b_negates_a) as is_contradiction,

@@ -12,7 +12,17 @@ import polars as pl
 
 from transforms.terms import STOP_WORDS, entity_terms, key_terms, stem
 
-_NEGATION = re.compile(r"\b(no longer|not|never|no|cannot|none|neither|nor|without)\b|\b\w+(n't)\b", re.IGNORECASE)
+# Negation cues: particles, contractions, "lack"/"lacked" (lexical negation) and the contrastive
+# "rather than" / "instead of" ("grouped by area rather than by repository" negates "by repository").
+_NEGATION = re.compile(
+    r"\b(no longer|rather than|instead of|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
+    r"|\b\w+(n['\u2019]t)\b",
+    re.IGNORECASE,
+)
+# Adverbs that sit between a negation and what it negates ("not necessarily", "no longer ... anymore").
+_NEGATION_FILLER = frozenset(("anymore", "necessarily", "currently", "actually", "usually", "entirely", "fully",
+                              "exactly", "totally", "completely", "longer"))
+_NEGATED_PHRASE_WORDS = 2  # a negation negates the next two content words of its clause (predicate + object)
 
 # Word groups with opposite polarity: the first word is the positive one.
 _ANTONYMS = (
@@ -35,7 +45,11 @@ _VALUE = re.compile(
     r"(?<![\w.#:/-])v?\d+(?:\.\d+)*(?![\w.]*\w)(?![-:/]\d)|\b(?:" + "|".join(_WEEKDAYS) + r")s?\b", re.IGNORECASE
 )
 _SUBJECT_WORD = re.compile(r"[A-Za-z][\w-]*")
+_SUBJECT_SKIP = frozenset(("on", "at", "to", "is", "be", "vs", "versus"))
 _CLAUSE_END = re.compile(r"[.,;:!?()]")
+# For a value's subject: a point inside a version or number ("3.11 and 3.12") does not end the clause.
+_SUBJECT_CLAUSE_END = re.compile(r"[,;:!?()]|\.(?!\w)")
+_WORD = re.compile(r"[a-z]+")
 
 # Cues whose cause follows them ("X because Y") and cues whose cause precedes them ("Y led to X").
 _CAUSE_AFTER = ("because of", "because", "due to", "caused by", "owing to", "thanks to", "as a result of", "since")
@@ -45,12 +59,24 @@ _CUE = re.compile(
     r"\b(" + "|".join(re.escape(c) for c in sorted(_CAUSE_AFTER + _CAUSE_BEFORE, key=len, reverse=True)) + r")\b",
     re.IGNORECASE,
 )
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
+# "since" naming a point in time, not a reason: "since 2024", "since v2.1", "since PR #509", "since March",
+# "since last week", "since the upgrade to 3.12", "since then", "ever since".
+_SINCE_TIME = re.compile(
+    r"\s+(?:(?:the|last|early|late|mid|this|that|about|around|roughly|approximately)\s+)*"
+    r"(?:[v#]?\d|(?:pr|mr|commit|release|version|build|sprint|q[1-4]|then|yesterday|today|tonight|morning|noon|"
+    r"midnight|evening|night|week|weekend|month|year|day|hour|minute|quarter|start|beginning|launch|upgrade|"
+    r"migration|deploy|deployment|earlier|forever|" + "|".join(_MONTHS + _WEEKDAYS) + r")s?\b)",
+    re.IGNORECASE,
+)
 _TOKEN_STRIP = ".,;:!?()[]{}<>\"'`*"
 
 FEATURE_SCHEMA = {
     "ref_ids": pl.List(pl.String),
     "negation": pl.String,
     "negated_terms": pl.List(pl.String),
+    "stated_terms": pl.List(pl.String),
     "polarity": pl.List(pl.String),
     "polarity_flip": pl.List(pl.String),
     "vals": pl.List(pl.String),
@@ -72,38 +98,66 @@ def polarity_marks(content: str) -> list[str]:
 
 def _subject_before(text: str) -> str | None:
     """The last content word of the clause before a value ("Python" in "runs on Python 3.11")."""
-    clause = _CLAUSE_END.split(text)[-1]
+    clause = _SUBJECT_CLAUSE_END.split(text)[-1]
     for word in reversed(_SUBJECT_WORD.findall(clause)):
         lowered = word.lower()
-        if lowered not in STOP_WORDS and lowered not in ("on", "at", "to", "is", "be"):
+        if lowered not in STOP_WORDS and lowered not in _SUBJECT_SKIP:
             return stem(lowered) if lowered.isalpha() else lowered
     return None
 
 
 def value_terms(content: str) -> list[str]:
-    """Values stated in the text as 'subject=value' ("python=3.11", "run=friday"), sorted."""
+    """Values stated in the text as 'subject=value' ("python=3.11", "run=friday"), sorted.
+
+    A subject may have several values in one text ("Python 3.11 and 3.12"); the classifier compares
+    value sets per subject, so versions keep their precision (a leading "v" dropped) and "16" vs
+    "16.4" can be read as one version given less precisely.
+    """
     out = set()
     for match in _VALUE.finditer(content):
         value = match.group(0).lower()
         if value.endswith("s") and value[:-1] in _WEEKDAYS:
             value = value[:-1]
+        if value.startswith("v"):
+            value = value[1:]
         subject = _subject_before(content[: match.start()])
         if subject is not None:
             out.add(f"{subject}={value}")
     return sorted(out)
 
 
-def negated_terms(content: str) -> tuple[str | None, list[str]]:
-    """The first negation cue and the key terms it negates (the next two content words of its clause)."""
+def _content_words(text: str) -> list[str]:
+    """Stemmed content words (three letters or more, not stop words) in text order."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+
+
+def negated_terms(content: str) -> tuple[str | None, list[str], list[str]]:
+    """Negation evidence: (first cue, negated phrases, stated terms).
+
+    A cue negates the next two content words of its clause, kept together as one phrase
+    ("prefer tab" in "no longer prefers tabs"): the other memory contradicts it only if it states
+    the whole phrase. Its scope is the rest of the clause; `stated` are the content words outside
+    every scope, what the memory says without negation. So two texts that both negate a thing,
+    or a negation of something the other does not state, are no conflict.
+    """
     cue = None
-    negated = set()
+    phrases = set()
+    scoped = []  # (start, end) of each cue and its scope
     for match in _NEGATION.finditer(content):
         clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
-        words = [stem(w) for w in re.findall(r"[a-z]+", clause.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+        scoped.append((match.start(), match.end() + len(clause)))
+        words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
         if words:
-            cue = cue or (match.group(1) or match.group(2)).lower()
-            negated.update(w for w in words[:2] if w not in STOP_WORDS)
-    return cue, sorted(negated)
+            cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
+            phrases.add(" ".join(words))
+    plain, last = [], 0
+    for start, end in scoped:
+        if start > last:
+            plain.append(content[last:start])
+        last = max(last, end)
+    plain.append(content[last:])
+    stated = set(_content_words(" ".join(plain)))
+    return cue, sorted(phrases), sorted(stated)
 
 
 def causal_cue(content: str) -> tuple[str | None, list[str]]:
@@ -112,6 +166,9 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
         cue = match.group(1).lower()
         if cue == "so" and not re.search(r"(^|[,;.!?]\s*)$", content[: match.start()]):
             continue  # "so" is a cue only as a connective (", so we ..."), not as in "so slow"
+        if cue == "since" and (_SINCE_TIME.match(content, match.end())
+                               or re.search(r"\b(ever|long)\s+$", content[: match.start()], re.IGNORECASE)):
+            continue  # "since" naming a point in time ("since PR #509", "ever since") is not a reason
         if cue in _CAUSE_AFTER:
             span = re.split(r"[.!?;]", content[match.end():], maxsplit=1)[0]
         else:
@@ -167,9 +224,10 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     ):
         refs = {r for r in (refs or ()) if r in ids}
         rows["ref_ids"].append(sorted((refs | set(mentioned_ids(content, ids))) - {mem_id}))
-        cue, negated = negated_terms(content)
+        cue, negated, stated = negated_terms(content)
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
+        rows["stated_terms"].append(stated)
         marks = polarity_marks(content)
         rows["polarity"].append(marks)
         rows["polarity_flip"].append([m[:-1] + ("-" if m.endswith("+") else "+") for m in marks])
