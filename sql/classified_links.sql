@@ -27,12 +27,12 @@ kept as (
             lambda t: list_contains(a.named_terms, t) or list_contains(b.named_terms, t)
         ) as shared_names,
         a.tier as a_tier, a.timestamp as a_ts, a.session_id as a_session, a.content as a_content,
-        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated,
+        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negation_scope as a_scope,
         a.polarity as a_polarity,
         a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
         a.causal_cue as a_cue, a.cause_terms as a_cause,
         b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
-        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated,
+        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated, b.negation_scope as b_scope,
         b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause
@@ -79,9 +79,12 @@ evidence as (
         ) as conflict_subjects,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
-        -- word of it, outside any negation; two sides negating the same thing never conflict
-        len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' ')))) > 0 as a_negates_b,
-        len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0 as b_negates_a,
+        -- word of it, outside any negation; two sides whose negations share a word negate the same thing
+        not list_has_any(a_scope, b_scope) as negations_apart,
+        negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' ')))) > 0
+            as a_negates_b,
+        negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0
+            as b_negates_a,
         case
             when a_tier = 'semantic' and b_tier = 'episodic' then
                 a_refers_b or coalesce(b_ts <= a_ts, false)
@@ -150,9 +153,9 @@ reasoned as (
             when relationship_type = 'contradicts' then
                 'Contradiction: ' || case
                     when value_conflict then
-                        array_to_string(list_distinct(list_transform(a_own_values, lambda v: split_part(v, '=', 2))), ', ')
+                        array_to_string(list_sort(list_distinct(list_transform(a_own_values, lambda v: split_part(v, '=', 2)))), ', ')
                         || ' vs '
-                        || array_to_string(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2))), ', ')
+                        || array_to_string(list_sort(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2)))), ', ')
                     when antonym_conflict then
                         'opposite ' || regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '')
                     else 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'

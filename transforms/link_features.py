@@ -62,12 +62,12 @@ _CUE = re.compile(
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
 # "since" naming a point in time, not a reason: "since 2024", "since v2.1", "since PR #509", "since March",
-# "since last week", "since the upgrade to 3.12", "since then", "ever since".
+# "since last week", "since then", "ever since". An event ("since the migration failed") stays a cause.
 _SINCE_TIME = re.compile(
     r"\s+(?:(?:the|last|early|late|mid|this|that|about|around|roughly|approximately)\s+)*"
     r"(?:[v#]?\d|(?:pr|mr|commit|release|version|build|sprint|q[1-4]|then|yesterday|today|tonight|morning|noon|"
-    r"midnight|evening|night|week|weekend|month|year|day|hour|minute|quarter|start|beginning|launch|upgrade|"
-    r"migration|deploy|deployment|earlier|forever|" + "|".join(_MONTHS + _WEEKDAYS) + r")s?\b)",
+    r"midnight|evening|night|week|weekend|month|year|day|hour|minute|quarter|start|beginning|earlier|forever|"
+    + "|".join(_MONTHS + _WEEKDAYS) + r")s?\b)",
     re.IGNORECASE,
 )
 _TOKEN_STRIP = ".,;:!?()[]{}<>\"'`*"
@@ -77,6 +77,7 @@ FEATURE_SCHEMA = {
     "negation": pl.String,
     "negated_terms": pl.List(pl.String),
     "stated_terms": pl.List(pl.String),
+    "negation_scope": pl.List(pl.String),
     "polarity": pl.List(pl.String),
     "polarity_flip": pl.List(pl.String),
     "vals": pl.List(pl.String),
@@ -131,14 +132,16 @@ def _content_words(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
 
 
-def negated_terms(content: str) -> tuple[str | None, list[str], list[str]]:
-    """Negation evidence: (first cue, negated phrases, stated terms).
+def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
+    """Negation evidence: (first cue, negated phrases, stated terms, negation scope terms).
 
     A cue negates the next two content words of its clause, kept together as one phrase
     ("prefer tab" in "no longer prefers tabs"): the other memory contradicts it only if it states
     the whole phrase. Its scope is the rest of the clause; `stated` are the content words outside
-    every scope, what the memory says without negation. So two texts that both negate a thing,
-    or a negation of something the other does not state, are no conflict.
+    every scope, what the memory says without negation, and `scope` the content words inside one.
+    So a negation of something the other does not state is no conflict, and neither are two
+    texts that both negate a thing (their scopes share a word: "deploys are not allowed during
+    the freeze" and "no deploys during the freeze").
     """
     cue = None
     phrases = set()
@@ -157,7 +160,8 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str]]:
         last = max(last, end)
     plain.append(content[last:])
     stated = set(_content_words(" ".join(plain)))
-    return cue, sorted(phrases), sorted(stated)
+    scope = set(_content_words(" ".join(content[start:end] for start, end in scoped)))
+    return cue, sorted(phrases), sorted(stated), sorted(scope)
 
 
 def causal_cue(content: str) -> tuple[str | None, list[str]]:
@@ -224,10 +228,11 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     ):
         refs = {r for r in (refs or ()) if r in ids}
         rows["ref_ids"].append(sorted((refs | set(mentioned_ids(content, ids))) - {mem_id}))
-        cue, negated, stated = negated_terms(content)
+        cue, negated, stated, scope = negated_terms(content)
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
         rows["stated_terms"].append(stated)
+        rows["negation_scope"].append(scope)
         marks = polarity_marks(content)
         rows["polarity"].append(marks)
         rows["polarity_flip"].append([m[:-1] + ("-" if m.endswith("+") else "+") for m in marks])
