@@ -1,39 +1,33 @@
-"""Faults: a run killed (SIGKILL) at each stage, or a publish that hits a full disk, leaves
-the last snapshot readable and identical."""
+"""Faults: a run killed (SIGKILL) at each stage, a publish that hits a full disk, or a store
+that stays down leaves the last snapshot readable and identical; a damaged embedding cache is
+detected and rebuilt; a store that fails transiently is retried and the run succeeds."""
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
+import random
+import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
-import duckdb
+import polars as pl
 import pytest
 
 import transforms.publish as publish
 from ctc.catalog import Catalog
+from reliability.flowkit import generated_records, relationships, snapshot_state, write_config
 from reliability.stats import count
+from retrieval import find_correlations
 from retrieval.testing import publish_tiny
+from transforms.extract import ExtractError
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("extract", "terms", "embed", "candidates", "score", "publish", "publish_swap")
-
-
-def snapshot_state(root: Path) -> dict:
-    """What a reader sees: the live DuckDB file's tables and the Parquet link's files."""
-    catalog = Catalog(root)
-    con = duckdb.connect(str(catalog.database), read_only=True)
-    try:
-        tables = {name: con.execute(f"select * from {name} order by all").fetchall() for name in ("memories", "relationships", "runs")}
-    finally:
-        con.close()
-    parquet = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(catalog.parquet_dir.glob("*.parquet"))}
-    return {"tables": repr(tables), "parquet": parquet, "link": os.readlink(catalog.parquet_dir)}
 
 
 def _enospc(*args, **kwargs):
@@ -64,7 +58,7 @@ def _flow_importable() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
+def tiny_run(tmp_path_factory, prefect_api, shared_embedding_cache):
     """A tiny config over tmp stores and one published snapshot of it."""
     problem = _flow_importable()
     if problem:
@@ -78,24 +72,193 @@ def tiny_run(tmp_path_factory):
     ]
     (root / "stores" / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (root / "c.toml").write_text('[output]\ndir = "out"\n\n[[stores]]\nname = "m"\nkind = "jsonl"\npath = "stores/m.jsonl"\n')
-    done = ctc_run(root)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root
+    rc, err = ctc_run(root, PREFECT_API_URL=prefect_api, EMBED_CACHE_DIR=str(shared_embedding_cache))
+    assert rc == 0, err
+    return root, {"PREFECT_API_URL": prefect_api, "EMBED_CACHE_DIR": str(shared_embedding_cache)}
 
 
-def ctc_run(root: Path, **env: str) -> subprocess.CompletedProcess:
+def ctc_run(root: Path, timeout: float = 240, **env: str) -> tuple[int, str]:
+    """`ctc run --full` on root/c.toml: (exit status, the tail of its stderr).
+
+    The run gets its own process group and writes to files, not pipes: whatever it leaves
+    behind when killed (a Prefect server it started, say) can neither hold our pipes open nor
+    outlive the test, since the whole group is killed afterwards."""
     ctc = Path(sys.executable).with_name("ctc")
-    return subprocess.run(
-        [str(ctc), "run", "--config", str(root / "c.toml"), "--out", str(root / "out"), "--full"],
-        cwd=root, env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", **env}, capture_output=True, text=True, timeout=300,
-    )
+    log = root / "ctc-run.log"
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen(
+            [str(ctc), "run", "--config", str(root / "c.toml"), "--out", str(root / "out"), "--full"],
+            cwd=root, env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", **env},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    tail = log.read_text(errors="replace")[-3000:]
+    assert rc is not None, f"ctc run did not finish in {timeout}s: {tail}"
+    return rc, tail
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_run_killed_at_any_stage_leaves_the_last_snapshot(tiny_run, stage):
-    before = snapshot_state(tiny_run / "out")
-    done = ctc_run(tiny_run, CTC_FAULT_STAGE=stage)
+    root, env = tiny_run
+    before = snapshot_state(root / "out")
+    rc, err = ctc_run(root, CTC_FAULT_STAGE=stage, **env)
     count(faults_injected=1)
-    assert done.returncode == -signal.SIGKILL, f"the run was not killed at {stage!r} (is the fault hook there?): rc={done.returncode} {done.stderr[-2000:]}"
-    assert snapshot_state(tiny_run / "out") == before
+    assert rc == -signal.SIGKILL, f"the run was not killed at {stage!r} (is the fault hook there?): rc={rc} {err}"
+    assert snapshot_state(root / "out") == before
+    found = find_correlations("e2", out=root / "out")  # still readable through the read side
+    assert {c["target_id"] for c in found["correlations"]} >= {"e1"}
+
+
+# ---------------------------------------------------------------- in-process flow runs: cache, store faults
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory, shared_embedding_cache):
+    """Generated stores (three namespaces, one store each) and one published full run of them."""
+    from flows.correlate import correlate
+
+    folder = tmp_path_factory.mktemp("faults-baseline")
+    records = generated_records(seed=8)
+    stores = {ns: [r for r in records if r["namespace"] == ns] for ns in ("default", "ops", "team-b")}
+    config = write_config(folder / "stores", stores)
+    os.environ["EMBED_CACHE_DIR"] = str(shared_embedding_cache)
+    try:
+        summary = correlate(config_path=str(config), out=str(folder / "wh"), full=True)
+    finally:
+        os.environ.pop("EMBED_CACHE_DIR", None)
+    assert summary["status"] == "published" and summary["relationships"] > 0
+    return {"config": config, "stores": stores, "wh": folder / "wh", "relationships": relationships(folder / "wh"), "summary": summary}
+
+
+@pytest.fixture()
+def cached_embeddings(shared_embedding_cache, monkeypatch):
+    monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(random.Random(path.name).randbytes(max(64, path.stat().st_size)))
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _broken_footer(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-64:-4] = bytes(60)  # zeroes over the footer; the PAR1 magic stays
+    path.write_bytes(bytes(data))
+
+
+def _wrong_vectors(path: Path) -> None:
+    """A valid Parquet file with the right schema whose vectors are not what the model wrote."""
+    frame = pl.read_parquet(path)
+    frame.with_columns(pl.col("embedding") * 3.0).cast(frame.schema).write_parquet(path)
+
+
+DAMAGE = {"truncated": _truncate, "garbage": _garbage, "empty": _empty, "broken footer": _broken_footer, "wrong vectors": _wrong_vectors}
+
+
+def test_a_damaged_embedding_cache_is_detected_and_rebuilt(baseline, tmp_path, shared_embedding_cache, monkeypatch):
+    from flows.correlate import correlate
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if (shared_embedding_cache / "onnx").is_dir():  # reuse the model export; the vectors are this test's own
+        (cache / "onnx").symlink_to(shared_embedding_cache / "onnx", target_is_directory=True)
+    monkeypatch.setenv("EMBED_CACHE_DIR", str(cache))
+    first = correlate(config_path=str(baseline["config"]), out=str(tmp_path / "wh"), full=True)
+    texts = first["embedded"]
+    assert texts > 0 and first["cached"] == 0
+    assert relationships(tmp_path / "wh").equals(baseline["relationships"])
+    for kind, damage in DAMAGE.items():
+        shards = sorted(cache.glob("embeddings/*/shard-*.parquet"))
+        assert shards, "the run wrote no cache shard"
+        for shard in shards:
+            damage(shard)
+        count(faults_injected=1)
+        summary = correlate(config_path=str(baseline["config"]), out=str(tmp_path / "wh"), full=True)
+        assert summary["status"] == "published", kind
+        assert (summary["embedded"], summary["cached"]) == (texts, 0), f"{kind}: the damaged shard was not detected"
+        assert not any(s.exists() for s in shards), f"{kind}: the damaged shard was kept"
+        assert relationships(tmp_path / "wh").equals(baseline["relationships"]), f"{kind}: the rebuilt cache changed the links"
+    again = correlate(config_path=str(baseline["config"]), out=str(tmp_path / "wh"), full=True)
+    assert (again["embedded"], again["cached"]) == (0, texts), "the rebuilt cache is not used by the next run"
+
+
+def _io_error(store) -> ExtractError:
+    error = ExtractError(f"store {store.name!r}: cannot read {store.path}")
+    error.__cause__ = OSError(errno.EIO, "Input/output error", store.path)
+    return error
+
+
+def test_a_store_that_fails_transiently_is_retried(baseline, tmp_path, monkeypatch, cached_embeddings):
+    import flows.correlate as flow
+
+    real, calls = flow.extract_store, Counter()
+
+    def flaky(store, max_content_bytes):
+        calls[store.name] += 1
+        if store.name == "ops" and calls[store.name] == 1:
+            count(faults_injected=1)
+            raise _io_error(store)
+        return real(store, max_content_bytes)
+
+    monkeypatch.setattr(flow, "extract_store", flaky)
+    summary = flow.correlate(config_path=str(baseline["config"]), out=str(tmp_path / "wh"), full=True)
+    assert summary["status"] == "published"
+    assert calls == {"default": 1, "ops": 2, "team-b": 1}
+    assert summary["records_read"] == baseline["summary"]["records_read"]
+    assert relationships(tmp_path / "wh").equals(baseline["relationships"])
+
+
+def _previous_snapshot(baseline, tmp_path: Path) -> Path:
+    """A copy of the baseline warehouse (the snapshot the failing run must leave alone)."""
+    wh = tmp_path / "wh"
+    shutil.copytree(baseline["wh"], wh, symlinks=True)
+    return wh
+
+
+@pytest.mark.parametrize("down", ["missing path", "I/O error every time"])
+def test_a_store_that_stays_down_fails_the_run_and_keeps_the_snapshot(baseline, tmp_path, monkeypatch, cached_embeddings, down):
+    import flows.correlate as flow
+
+    wh = _previous_snapshot(baseline, tmp_path)
+    before = snapshot_state(wh)
+    seen = find_correlations("m000x", out=wh)
+    stores = write_config(tmp_path / "stores", baseline["stores"])
+    real, calls = flow.extract_store, Counter()
+
+    def counted(store, max_content_bytes):
+        calls[store.name] += 1
+        if store.name == "ops" and down != "missing path":
+            count(faults_injected=1)
+            raise _io_error(store)
+        return real(store, max_content_bytes)
+
+    monkeypatch.setattr(flow, "extract_store", counted)
+    if down == "missing path":
+        (tmp_path / "stores" / "ops.jsonl").unlink()
+        count(faults_injected=1)
+    with pytest.raises(Exception) as failed:
+        flow.correlate(config_path=str(stores), out=str(wh))
+    assert "ops" in str(failed.value), f"the error does not name the store: {failed.value!r}"
+    # a missing path is permanent (no retry); an I/O error is retried 3 times, then the run fails
+    assert calls["ops"] == (1 if down == "missing path" else 4)
+    assert snapshot_state(wh) == before
+    assert find_correlations("m000x", out=wh) == seen
+    assert publish.run_log(Catalog(wh))[-1]["status"] == "failed"  # the failure is on record, outside the snapshot
