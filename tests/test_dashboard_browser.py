@@ -35,20 +35,10 @@ def synthetic_snapshot(tmp_path_factory) -> Path:
 
 @pytest.fixture(params=["synthetic", "sample"])
 def warehouse(request) -> Path:
-    """The synthetic snapshot, and the sample run's (conftest's session fixture
-    `sample_snapshot`, a warehouse folder, once the flow provides it)."""
+    """The synthetic snapshot, and the sample run's (conftest's `sample_snapshot`)."""
     if request.param == "synthetic":
         return request.getfixturevalue("synthetic_snapshot")
-    try:
-        sample = request.getfixturevalue("sample_snapshot")
-    except pytest.FixtureLookupError:
-        pytest.skip("no `sample_snapshot` fixture yet (tests/conftest.py gets it with the flow)")
-    # a warehouse folder, a Catalog, or what publish_snapshot returned
-    if hasattr(sample, "root"):
-        return Path(sample.root)
-    if hasattr(sample, "database"):
-        return Path(sample.database).parent
-    return Path(sample)
+    return Path(request.getfixturevalue("sample_snapshot"))
 
 
 @pytest.fixture(scope="module")
