@@ -14,6 +14,8 @@ import signal
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -124,17 +126,13 @@ class Stages:
 
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def timed(self, name: str):
-        stages = self
-
-        class _Timer:
-            def __enter__(self):
-                self.start = time.perf_counter()
-
-            def __exit__(self, *exc):
-                stages.seconds[name] = stages.seconds.get(name, 0.0) + time.perf_counter() - self.start
-
-        return _Timer()
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 def new_run_id() -> str:
