@@ -42,11 +42,12 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
     Path(out_file).write_text(json.dumps({"queries": queries, "errors": errors[:20], "error_count": len(errors)}))
 
 
-def writer(root: str, name: str, count: str) -> None:
-    """Append `count` manual links through add_relationship."""
+def writer(root: str, name: str, count: str, pairs_file: str | None = None) -> None:
+    """Append `count` manual links through add_relationship, over the (source, target) pairs
+    of pairs_file (a JSON list) in turn, or a few pairs of the tiny snapshot."""
     from retrieval.manual import add_relationship
 
-    pairs = [("ep1", "sem2"), ("sem3", "proc1"), ("orphan1", "ep2"), ("proc1", "sem3")]
+    pairs = json.loads(Path(pairs_file).read_text()) if pairs_file else [("ep1", "sem2"), ("sem3", "proc1"), ("orphan1", "ep2"), ("proc1", "sem3")]
     for n in range(int(count)):
         source, target = pairs[n % len(pairs)]
         add_relationship(source, target, "references", score=0.5, metadata={"writer": name, "n": n}, out=root)

@@ -3,6 +3,7 @@ and never fail; concurrent add_relationship writers lose no link."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 from ctc.manual_log import read_records
+from reliability.flowkit import query, write_config
 from reliability.stats import count
 from retrieval.testing import LINKS, MEMORIES, publish_tiny
 
@@ -47,14 +49,42 @@ def test_readers_see_only_complete_snapshots_while_runs_publish(tmp_path):
     assert all(r["queries"] > 0 for r in results)
 
 
-def test_concurrent_manual_link_writers_lose_nothing(tmp_path):
-    root = publish_tiny(tmp_path / "wh")
-    writers = [worker("writer", str(root), f"w{i}", str(LINKS_PER_WRITER), log=tmp_path / f"writer{i}.log") for i in range(WRITERS)]
+MANUAL_MEMORIES = 70  # 70 * 69 / 2 = 2,415 distinct pairs, enough for 2,000 distinct links
+
+
+def test_concurrent_manual_link_writers_lose_nothing(tmp_path, shared_embedding_cache, monkeypatch):
+    """Two writer processes append 1,000 links each (2,000 distinct unordered pairs, since a run
+    keeps the latest record per pair) to a flow-published snapshot; every one is in the log,
+    and every one is a manual row of the relationships table after the next run."""
+    from flows.correlate import correlate
+
+    monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
+    records = [{"id": f"n{i:02d}", "tier": ("episodic", "semantic", "procedural")[i % 3], "content": f"Note {i} about subject {i * 7919 % 997}"}
+               for i in range(MANUAL_MEMORIES)]
+    config = write_config(tmp_path / "stores", {"notes": records})
+    root = tmp_path / "wh"
+    assert correlate(config_path=str(config), out=str(root), full=True)["status"] == "published"
+    pairs = list(itertools.combinations([r["id"] for r in records], 2))[: WRITERS * LINKS_PER_WRITER]
+    written = {}
+    writers = []
+    for i in range(WRITERS):
+        mine = pairs[i * LINKS_PER_WRITER : (i + 1) * LINKS_PER_WRITER]
+        written[f"w{i}"] = mine
+        (tmp_path / f"pairs{i}.json").write_text(json.dumps(mine))
+        writers.append(worker("writer", str(root), f"w{i}", str(LINKS_PER_WRITER), str(tmp_path / f"pairs{i}.json"), log=tmp_path / f"writer{i}.log"))
     for proc in writers:
         proc.wait(timeout=240)
     assert all(proc.returncode == 0 for proc in writers), [(tmp_path / f"writer{i}.log").read_text()[-2000:] for i in range(WRITERS)]
-    records, bad = read_records(root / "manual" / "relationships.jsonl")
-    seen = {(r["metadata"]["writer"], r["metadata"]["n"]) for r in records}
-    count(inputs_tried=WRITERS * LINKS_PER_WRITER, lost_records=WRITERS * LINKS_PER_WRITER - len(seen))
+    logged, bad = read_records(root / "manual" / "relationships.jsonl")
+    seen = {(r["metadata"]["writer"], r["metadata"]["n"]) for r in logged}
     assert bad == []
-    assert len(records) == len(seen) == WRITERS * LINKS_PER_WRITER
+    assert len(logged) == len(seen) == WRITERS * LINKS_PER_WRITER
+
+    summary = correlate(config_path=str(config), out=str(root))
+    assert summary["status"] == "published"
+    published = set(query(root, "select source_id, target_id from relationships where origin = 'manual' and relationship_type = 'references'"))
+    expected = {tuple(p) for mine in written.values() for p in mine}
+    count(inputs_tried=WRITERS * LINKS_PER_WRITER, lost_records=len(expected - published))
+    assert len(expected) == WRITERS * LINKS_PER_WRITER
+    assert expected - published == set(), f"{len(expected - published)} manual links missing from the relationships table"
+    assert query(root, "select count(*) from relationships where origin = 'manual'") == [(WRITERS * LINKS_PER_WRITER,)]
