@@ -37,8 +37,6 @@ from transforms.manual_links import manual_relationships, merged_relationships
 from transforms.schema import TIERS
 from transforms.terms import with_terms
 
-# Tables of the snapshot that only live as Parquet: vectors and incremental state.
-STATE_TABLES = ("embeddings", "scored_links", "fingerprints")
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
 
 
@@ -158,8 +156,11 @@ def embedded_memories(memories: pl.DataFrame, texts: pl.DataFrame, config: Embed
     by_id = pl.concat(
         [provided.select("id", "embedding"), need.join(vectors, on="text_hash", how="left").select("id", "embedding")]
     )
-    ordered = memories.select("id").join(by_id, on="id", how="left", maintain_order="left")
-    return np.asarray(ordered.get_column("embedding").to_list(), dtype=np.float32).reshape(memories.height, -1), stats
+    ordered = memories.select("id").join(by_id, on="id", how="left", maintain_order="left").get_column("embedding")
+    if ordered.len() == 0:
+        return np.zeros((0, embed.model_dim(config.model)), dtype=np.float32), stats
+    width = ordered.list.len().max()
+    return ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False), stats
 
 
 def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None) -> tuple[pl.DataFrame, int]:
@@ -175,6 +176,33 @@ def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: Sc
     frames = [r[0] for r in results]
     scored = pl.concat(frames) if frames else links.empty_scored_links()
     return scored, sum(r[1] for r in results)
+
+
+@dataclass
+class Linked:
+    """Links of this run: before the cap (kept for the next incremental run) and after it."""
+
+    scored: pl.DataFrame
+    capped: pl.DataFrame
+    fingerprints: pl.DataFrame
+    pairs_scored: int
+    changed: int
+    deleted: int
+
+
+def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.DataFrame, previous: dict[str, pl.DataFrame] | None, scoring: ScoringConfig) -> Linked:
+    """Score the pairs that need it: all of them in a full run; in an incremental run only
+    pairs touching a new, edited or deleted memory, the rest kept from the last snapshot."""
+    fingerprints = incremental.memory_fingerprints(memories, texts)
+    if previous is None:
+        scored, pairs = scored_by_namespace(memories, vectors, scoring, None)
+        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, memories.height, 0)
+    focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
+    kept = incremental.kept_links(previous["scored_links"], focus | deleted)
+    fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus)
+    # kept has no end in focus and fresh has one in every row: the two never overlap.
+    scored = pl.concat([kept, fresh]).sort("source_id", "target_id", "relationship_type")
+    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, len(focus), len(deleted))
 
 
 # ---------------------------------------------------------------- the flow
@@ -209,19 +237,11 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             vectors, embed_stats = embedded_memories(memories, texts, settings.embedding, cache_dir, shard_size)  # 3.
         fault_point("candidates")
         with stages.timed("score"):
-            fingerprints = incremental.memory_fingerprints(memories, texts)
-            focus, deleted, kept = None, set(), None
-            if previous is not None:
-                focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
-                kept = incremental.kept_links(previous["scored_links"], focus | deleted)
-            fresh, pairs = scored_by_namespace(memories, vectors, settings.scoring, focus)  # 4. + 5.
-            scored = fresh if kept is None else pl.concat([kept, fresh]).unique(["source_id", "target_id", "relationship_type"], keep="last")
-            scored = scored.sort("source_id", "target_id", "relationship_type")
-            discovered = links.capped_links(scored, settings.scoring.max_links_per_memory)
+            linked = discovered_links(memories, vectors, texts, previous, settings.scoring)  # 4. + 5.
         with stages.timed("manual"):
             records, bad_lines = manual_log.read_records(catalog.manual_log)  # 6. manual links
             manual, skipped = manual_relationships(records, memories, run_id)
-            relationships = merged_relationships(discovered, manual).with_columns(run_id=pl.lit(run_id))
+            relationships = merged_relationships(linked.capped, manual).with_columns(run_id=pl.lit(run_id))
             for line, why in skipped + [(n, why) for n, _, why in bad_lines]:
                 logger.warning("manual link on line %d not published: %s", line, why)
         summary.update(
@@ -232,9 +252,9 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             relationships=relationships.height,
             embedded=embed_stats["embedded"],
             cached=embed_stats["cached"],
-            pairs_scored=pairs,
-            changed=len(focus) if focus is not None else memories.height,
-            deleted=len(deleted),
+            pairs_scored=linked.pairs_scored,
+            changed=linked.changed,
+            deleted=linked.deleted,
             embedding_model=settings.embedding.model,
             memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
             links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
@@ -249,9 +269,9 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
                 "rejects": extracted.rejects.with_columns(run_id=pl.lit(run_id)),
             }
             state = {
-                "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32))),
-                "scored_links": scored,
-                "fingerprints": fingerprints,
+                "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors).cast(pl.List(pl.Float32))),
+                "scored_links": linked.scored,
+                "fingerprints": linked.fingerprints,
             }
             finished = datetime.now(timezone.utc)
             summary.update(finished_at=finished.isoformat(), seconds=(finished - started).total_seconds(), stage_seconds=dict(stages.seconds))
