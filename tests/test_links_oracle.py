@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import transforms.candidates as candidates
 from ctc.config import ScoringConfig
 from transforms.candidates import candidate_pairs, route_bounds
 from transforms.links import brute_force_links, capped_links, link_memories, scored_links, unit_rows
@@ -46,6 +47,33 @@ def test_pruned_links_equal_brute_force(generated, scoring):
     assert pruned.equals(oracle)
     k = scoring.max_links_per_memory
     assert capped_links(pruned, k).equals(capped_links(oracle, k))
+
+
+@pytest.mark.parametrize(
+    ("search_min_pairs", "max_term_share"),
+    [
+        pytest.param(10**12, 1.0, id="every-term-group-joined"),
+        pytest.param(0, 1.0, id="every-term-group-searched-by-cosine"),
+        pytest.param(10**12, 0.0, id="every-term-common"),
+    ],
+)
+@pytest.mark.parametrize("scoring", [SETTINGS[0], SETTINGS[4]])
+def test_joined_and_searched_term_groups_equal_brute_force(generated, monkeypatch, scoring, search_min_pairs, max_term_share):
+    memories, embeddings = generated
+    monkeypatch.setattr(candidates, "_SEARCH_MIN_PAIRS", search_min_pairs)
+    scoring = replace(scoring, max_term_share=max_term_share)
+    assert scored_links(memories, embeddings, scoring).equals(brute_force_links(memories, embeddings, scoring))
+
+
+def test_near_steps_bound_temporal_by_bucket_distance():
+    scoring = ScoringConfig()
+    steps = candidates.near_steps(scoring)
+    assert [d for d, _, _ in steps] == list(range(candidates._NEAR_STEPS + 1))
+    assert steps[0][1:] == steps[1][1:] == pytest.approx((0.2, 0.5))
+    c_mins = [c for _, c, _ in steps]
+    assert c_mins == sorted(c_mins) and c_mins[-1] < route_bounds(scoring)["far"][0]
+    floors = candidates.route_floors(scoring)
+    assert floors == pytest.approx({"near": 0.5, "far": 0.8242492688, "untimed": 0.65})
 
 
 def test_default_settings_score_far_fewer_pairs_than_all(generated):
