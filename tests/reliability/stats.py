@@ -11,6 +11,8 @@ LABELS = {
     "faults_injected": "faults injected",
     "readers": "readers",
     "reader_queries": "reader queries",
+    "principal_checks": "principal x memory checks",
+    "principal_queries": "principal read calls",
     "lost_records": "lost records",
 }
 
