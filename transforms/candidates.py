@@ -1,28 +1,42 @@
 """Candidate pairs: every pair that can reach the threshold, never all N^2 pairs at default settings.
 
 The bound. For a pair (a, b) without an explicit reference (cross_reference = 0),
-with s = semantic <= 1, c = co_occurrence, t = temporal <= 1:
+with s = semantic <= 1, c = co_occurrence, t = temporal <= t_max:
 
     score = (w_s*s + w_c*c + w_t*t) / W      W = 1 when temporal applies,
                                              W = w_s + w_c + w_x when it does not
 
-so score >= thr needs   c >= c_min = (thr*W - w_s - w_t*t_max) / w_c        (taking s = 1)
-                  and   s >= s_min = (thr*W - w_t*t_max) / w_s              (taking c = 0)
+so score >= thr needs   c >= c_min   = (thr*W - w_s - w_t*t_max) / w_c     (taking s = 1)
+                  and   s >= s_min   = (thr*W - w_t*t_max) / w_s           (taking c = 0)
+                  and   s >= s_floor = (thr*W - w_t*t_max - w_c) / w_s     (taking c = 1)
 
-Defaults (0.40/0.25/0.15/0.20, thr 0.6): with temporal, c_min = 0.20; without it,
-c_min = 0.44; s_min > 1 in both cases, so a pair sharing no term can never qualify.
-When both ends are timestamped and lie more than 2*tau apart, t <= e^-2 and
-c_min rises to 0.72. These three routes (near in time, far in time, untimed) each
-give a Jaccard threshold, and the prefix filter of set-similarity joins turns it
-into an exact candidate join: order terms rarest first (namespace document
-frequency, then the term); if J(A, B) >= c_min then |A & B| >= ceil(c_min*|A|), and
-the rarest shared term lies in the first |A| - ceil(c_min*|A|) + 1 terms of A and
-likewise of B. So joining only on those prefixes loses no qualifying pair, and the
-common terms (document share above `max_term_share`, always at the end of the
-order) generate candidates only for a memory with too few rarer terms. When a
-lowered threshold makes s_min <= 1, the pairs sharing no term are found by an exact
-blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term routes
-use every term. Explicit references are always candidates.
+Defaults (0.40/0.25/0.15/0.20, thr 0.6): s_min > 1 in every case, so a pair sharing
+no term can never qualify. Routes, each with its own t_max:
+- near, d = 0 .. 8: both ends timestamped, in time buckets of width h = 2*tau/8
+  that are d apart, so more than (d-1)*h apart and t_max = exp(-(d-1)/4) (1 for d <= 1):
+  c_min from 0.20 (d <= 1) to 0.70 (d = 8), s_floor from 0.50 to 0.81;
+- far: both timestamped, more than 2*tau apart (t_max = e^-2): c_min = 0.72, s_floor
+  = (0.6 - 0.15*e^-2 - 0.25) / 0.4 = 0.824;
+- untimed: an end without a timestamp (W = 0.85, t = 0): c_min = 0.44, s_floor =
+  (0.51 - 0.25) / 0.4 = 0.65.
+The prefix filter of set-similarity joins turns each c_min into an exact candidate
+join: order terms rarest first (namespace document frequency, then the term); if
+J(A, B) >= c_min then |A & B| >= ceil(c_min*|A|), and the rarest shared term lies in
+the first |A| - ceil(c_min*|A|) + 1 terms of A and likewise of B. So joining on those
+prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
+
+A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
+with N, and their rows quadratically. So a group of a common term (document share above
+`max_term_share`) or a large one (_SEARCH_MIN_PAIRS left x right rows) is not joined:
+it is searched by blocked matmul (never more than _CELLS cosines at once) keeping the
+pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
+The group keys are the same, only the per-pair check moves before materialising, so
+the result is the same as joining everything. Then each candidate's exact upper bound is
+checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
+
+When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by an
+exact blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term
+routes use every term. Explicit references are always candidates.
 """
 
 from __future__ import annotations
