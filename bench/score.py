@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/score.py --memories 10000 100000 [--check-brute-force-at 10000] [--baseline 5000]
 
-Vectors are precomputed (synthetic, bench/corpus.py) and not timed. Per N: seconds per
-stage, pairs scored against N^2/2, links, and peak RSS of the process so far. At the
+Vectors are precomputed (synthetic, bench/corpus.py) and not timed. Per N, in a fresh
+process: seconds per stage, pairs scored against N^2/2, links, and peak RSS of that
+process up to the end of the pipeline (corpus and vectors included; before any brute force). At the
 --check-brute-force-at size, the share of brute-force links the pruned pipeline finds
 (brute force scores every pair in chunks). --baseline N times a naive DuckDB cross join
 with list_cosine_similarity (top 10 per row) against numpy blocked matmul on N vectors.
@@ -13,6 +14,7 @@ Last line: RESULT name=value ...
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import resource
 import sys
 import time
@@ -112,8 +114,11 @@ def main() -> None:
     args = parser.parse_args()
     scoring = ScoringConfig()
     result: dict[str, float] = {}
+    peak = 0.0
     for n in args.memories:
-        figures = run(n, scoring, brute=n == args.check_brute_force_at)
+        with multiprocessing.get_context("spawn").Pool(1) as pool:  # a fresh process: its own peak RSS
+            figures = pool.apply(run, (n, scoring, n == args.check_brute_force_at))
+        peak = max(peak, figures["rss_mib"])
         print(f"N={n}: " + "  ".join(f"{k}={v:.4g}" for k, v in figures.items()), flush=True)
         tag = f"{n // 1000}k"
         for key, value in figures.items():
@@ -122,7 +127,7 @@ def main() -> None:
         figures = baseline(args.baseline)
         print(f"baseline N={args.baseline}: " + "  ".join(f"{k}={v:.4g}" for k, v in figures.items()), flush=True)
         result.update({f"{k}_{args.baseline // 1000}k": v for k, v in figures.items()})
-    result["peak_rss_mib"] = rss_mib()
+    result["peak_rss_mib"] = max(peak, rss_mib())
     print("RESULT " + " ".join(f"{k}={v:.6g}" for k, v in result.items()))
 
 
