@@ -15,9 +15,12 @@ import duckdb
 
 import sql
 from ctc.config import Settings
-from retrieval.snapshot import _LOCK, open_snapshot
+from retrieval.snapshot import close_snapshot, open_snapshot
 
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
+# Read-only alone still lets a statement reach other files (COPY TO, ATTACH ... READ_WRITE,
+# read_csv('/etc/passwd')): ad-hoc SQL gets a connection shut off from everything else.
+SANDBOX = {"enable_external_access": False, "lock_configuration": True}
 
 
 def run_sql(
@@ -31,20 +34,26 @@ def run_sql(
     (a write on the read-only database, a syntax error, ...)."""
     snapshot = open_snapshot(out, settings)
     if principal is None:
-        with _LOCK:
-            cursor = snapshot.con.execute(query)
-            return _result(cursor)
+        # DuckDB allows one configuration per file and process: the shared read connection
+        # steps aside (the next read reopens it) for the sandboxed one.
+        close_snapshot(snapshot)
+        return _sandboxed_result(snapshot.catalog.database, query)
     folder = Path(tempfile.mkdtemp(prefix="ctc-sql-"))
     try:
         path = folder / "visible.duckdb"
         _visible_copy(snapshot.catalog.database, path, principal)
-        con = duckdb.connect(str(path), read_only=True)
-        try:
-            return _result(con.execute(query))
-        finally:
-            con.close()
+        return _sandboxed_result(path, query)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sandboxed_result(path: Path, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run the query on its own read-only connection that cannot touch any other file."""
+    con = duckdb.connect(str(path), read_only=True, config=SANDBOX)
+    try:
+        return _result(con.execute(query))
+    finally:
+        con.close()
 
 
 def _result(cursor) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -107,6 +107,14 @@ def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | Non
         return snapshot
 
 
+def close_snapshot(snapshot: Snapshot) -> None:
+    """Close one snapshot's shared connection; the next open_snapshot reopens it."""
+    with _LOCK:
+        if _OPEN.get(snapshot.catalog.database) is snapshot:
+            del _OPEN[snapshot.catalog.database]
+        snapshot.con.close()
+
+
 def close_all() -> None:
     """Close every snapshot this process opened (tests, and before deleting a warehouse)."""
     with _LOCK:

@@ -64,13 +64,6 @@ ESCAPES = {
     "COPY TO": "COPY memories TO '{scratch}/leak.csv'",
     "ATTACH other file read-write": "ATTACH '{scratch}/other.duckdb' AS o (READ_WRITE); INSERT INTO o.t VALUES (1)",
 }
-KNOWN_HOLE = pytest.mark.xfail(
-    strict=True,
-    reason="BUG (retrieval/adhoc.py): the read-only snapshot connection still lets DuckDB write other "
-    "files (COPY TO, ATTACH ... READ_WRITE); e.g. SET enable_external_access=false and lock_configuration would close it",
-)
-
-
 def ctc_sql(out: Path, text: str, *extra: str) -> subprocess.CompletedProcess:
     ctc = Path(sys.executable).with_name("ctc")
     return subprocess.run([str(ctc), "sql", "--out", str(out), *extra, text], capture_output=True, text=True, timeout=120)
@@ -100,10 +93,17 @@ def test_ctc_sql_cannot_write(warehouses, tmp_path, what, principal):
     _sql_case(warehouses, tmp_path, WRITES[what], principal)
 
 
-@KNOWN_HOLE
+@pytest.mark.parametrize("principal", [None, "alice"])
 @pytest.mark.parametrize("what", list(ESCAPES))
-def test_ctc_sql_cannot_write_other_files(warehouses, tmp_path, what):
-    _sql_case(warehouses, tmp_path, ESCAPES[what], None)
+def test_ctc_sql_cannot_write_other_files(warehouses, tmp_path, what, principal):
+    _sql_case(warehouses, tmp_path, ESCAPES[what], principal)
+
+
+@pytest.mark.parametrize("principal", [None, "alice"])
+def test_ctc_sql_cannot_read_other_files(warehouses, principal):
+    out = warehouses[SEEDS[0]][0]
+    done = ctc_sql(out, "select * from read_csv('/etc/passwd')", *(["--as", principal] if principal else []))
+    assert done.returncode != 0 and "disabled by config" in done.stderr
 
 
 def test_ctc_sql_reads(warehouses):
