@@ -8,8 +8,9 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from transforms.vocabulary import TIERS
+
 STORE_KINDS = ("jsonl", "parquet", "markdown", "sqlite", "postgres")
-TIERS = ("episodic", "semantic", "procedural")
 WEIGHT_NAMES = ("semantic", "co_occurrence", "temporal", "cross_reference")
 DEFAULT_CONFIG = "correlator.toml"
 

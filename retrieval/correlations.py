@@ -10,19 +10,8 @@ from typing import Any
 from ctc.config import TIERS, Settings
 from retrieval.errors import InvalidArgumentError, UnknownMemoryError
 from retrieval.snapshot import Snapshot, memories_by_id, open_snapshot, visible
+from transforms.vocabulary import RELATIONSHIP_TYPES
 
-# The types a link can carry, as seen from either end (transforms.schema.RELATIONSHIP_TYPES;
-# repeated here so a lookup does not import polars).
-RELATIONSHIP_TYPES = (
-    "references",
-    "derives_from",
-    "contradicts",
-    "supports",
-    "generalizes",
-    "specializes",
-    "temporal_sequence",
-    "causal",
-)
 REDACTED = "[hidden memory]"
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.:/#@-]*[\w]|[A-Za-z0-9]")
 

@@ -93,15 +93,21 @@ def _text_field(name: str, value: Any, *, required: bool = False) -> str | None:
     return text
 
 
+def _from_json_text(name: str, value: Any, expected: str) -> Any:
+    """SQLite, PostgreSQL text columns and pgvector's text form keep lists and objects as
+    JSON text: parse it, or say what the field must be."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError(f"field '{name}' must be {expected}") from None
+
+
 def _string_list(name: str, value: Any) -> list[str] | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        # SQLite and CSV-like stores keep lists as JSON text.
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError(f"field '{name}' must be a list of strings (or JSON text of one)") from None
+    value = _from_json_text(name, value, "a list of strings (or JSON text of one)")
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
@@ -152,11 +158,7 @@ def parse_timestamp(value: Any) -> datetime | None:
 def _metadata(value: Any) -> str | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError("field 'metadata' must be an object (or JSON text of one)") from None
+    value = _from_json_text("metadata", value, "an object (or JSON text of one)")
     if not isinstance(value, dict):
         raise ValueError(f"field 'metadata' must be an object, got {type(value).__name__}")
     try:
@@ -168,12 +170,7 @@ def _metadata(value: Any) -> str | None:
 def _embedding(value: Any) -> list[float] | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        # pgvector's text form "[0.1,0.2]" is valid JSON.
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError("field 'embedding' must be a list of numbers") from None
+    value = _from_json_text("embedding", value, "a list of numbers")
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value:
