@@ -88,3 +88,34 @@ def test_concurrent_manual_link_writers_lose_nothing(tmp_path, shared_embedding_
     assert len(expected) == WRITERS * LINKS_PER_WRITER
     assert expected - published == set(), f"{len(expected - published)} manual links missing from the relationships table"
     assert query(root, "select count(*) from relationships where origin = 'manual'") == [(WRITERS * LINKS_PER_WRITER,)]
+
+
+def test_readers_never_fail_while_flow_runs_publish(tmp_path, shared_embedding_cache, monkeypatch):
+    """The same readers while 3 real flow runs (extract .. publish) replace the snapshot."""
+    from flows.correlate import correlate
+
+    monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
+    records = [
+        {"id": f"ep{i}", "tier": "episodic", "content": f"Deployed billing-api v2.{i} with deploy.sh after the pgvector migration",
+         "timestamp": f"2026-11-0{1 + i % 9}T09:00:00Z", "session_id": f"s{i % 3}"}
+        for i in range(1, 13)
+    ] + [{"id": "sem1", "tier": "semantic", "content": "billing-api deploys go through deploy.sh", "refs": ["ep1"]}]
+    config = write_config(tmp_path / "stores", {"notes": records})
+    root = tmp_path / "wh"
+    first = correlate(config_path=str(config), out=str(root), full=True)
+    expect = json.dumps({"memories": first["memories"], "relationships": first["relationships"]})
+    stop = tmp_path / "stop"
+    readers = [worker("reader", str(root), str(stop), str(tmp_path / f"reader{i}.json"), expect, log=tmp_path / f"reader{i}.log") for i in range(READERS)]
+    try:
+        time.sleep(1.0)
+        for _ in range(PUBLISHES):
+            assert correlate(config_path=str(config), out=str(root), full=True)["relationships"] == first["relationships"]
+    finally:
+        stop.touch()
+        for proc in readers:
+            proc.wait(timeout=120)
+    results = [json.loads((tmp_path / f"reader{i}.json").read_text()) for i in range(READERS)]
+    count(readers=READERS, reader_queries=sum(r["queries"] for r in results))
+    assert all(proc.returncode == 0 for proc in readers), [(tmp_path / f"reader{i}.log").read_text()[-2000:] for i in range(READERS)]
+    assert [r["errors"] for r in results if r["error_count"]] == []
+    assert all(r["queries"] > 0 for r in results)
