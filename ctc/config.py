@@ -48,11 +48,10 @@ class ScoringConfig:
             "cross_reference": 0.20,
         }
     )
-    # A term found in more than this share of a namespace's memories is too common
-    # to generate candidates (it still counts in co_occurrence).
+    # A term found in more than this share of a namespace's memories is too common to join
+    # candidate pairs on (pairs sharing it are found by an exact cosine search at the score
+    # bound instead); it still counts in co_occurrence.
     max_term_share: float = 0.05
-    # Nearest neighbours by cosine looked at per memory when generating candidates.
-    neighbours_k: int = 20
     # Classification thresholds.
     contradiction_min_semantic: float = 0.6
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
@@ -178,7 +177,6 @@ def _scoring(raw: dict) -> ScoringConfig:
         max_references=int(_number("scoring.max_references", raw.get("max_references", defaults.max_references), integer=True, low=1)),
         weights=weights,
         max_term_share=_number("scoring.max_term_share", raw.get("max_term_share", defaults.max_term_share), low=0.0, high=1.0),
-        neighbours_k=int(_number("scoring.neighbours_k", raw.get("neighbours_k", defaults.neighbours_k), integer=True, low=0)),
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
