@@ -17,10 +17,10 @@ import pytest
 
 from ctc.catalog import Catalog
 from ctc.manual_log import append_record
+from reliability.flowkit import COMPARED, write_config
 from transforms.links import audit_failures
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPARED = ["source_id", "target_id", "relationship_type", "score", "semantic", "co_occurrence", "temporal", "cross_reference", "reason", "origin", "namespace"]
 
 
 def relationships(out: Path) -> pl.DataFrame:
@@ -33,7 +33,6 @@ def relationships(out: Path) -> pl.DataFrame:
 
 def tiny_stores(folder: Path) -> Path:
     """A small config over JSONL stores: an agent's week in ~30 memories, two namespaces."""
-    folder.mkdir(parents=True, exist_ok=True)
     topics = [
         ("pgvector", "Set up pgvector 0.7.4 on search_staging with an HNSW index", "search-svc uses pgvector with HNSW indexes"),
         ("deploy", "Ran ./deploy.sh search-svc staging 1.4.0 after the review", "Deploys of search-svc go through deploy.sh"),
@@ -56,14 +55,7 @@ def tiny_stores(folder: Path) -> Path:
         facts.append({"id": f"sem-{key}", "tier": "semantic", "content": fact, "timestamp": f"2026-11-{day:02d}T18:00:00Z", "refs": [f"ep-{key}-0"]})
     facts.append({"id": "sem-tabs-no", "tier": "semantic", "content": "Maya no longer prefers tabs for indentation", "timestamp": "2026-11-20T10:00:00Z"})
     ops = [{"id": "ops-pgvector", "tier": "episodic", "namespace": "ops", "content": "Set up pgvector 0.7.4 on search_staging with an HNSW index", "timestamp": "2026-11-02T09:10:00Z"}]
-    for name, rows in (("episodes", episodes), ("facts", facts), ("ops", ops)):
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = folder / "correlator.toml"
-    config.write_text(
-        '[output]\ndir = "warehouse"\n'
-        + "".join(f'[[stores]]\nname = "{n}"\nkind = "jsonl"\npath = "{n}.jsonl"\n' for n in ("episodes", "facts", "ops"))
-    )
-    return config
+    return write_config(folder, {"episodes": episodes, "facts": facts, "ops": ops})
 
 
 @pytest.fixture()
