@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +31,8 @@ def _free_port() -> int:
 
 
 def _healthy(url: str) -> bool:
+    import urllib.request  # here, not at the top: `ctc --help` and read commands stay light
+
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
             return response.status == 200
