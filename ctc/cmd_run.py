@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -19,6 +20,42 @@ def prefect_environment() -> None:
     """Prefect runs here without a server (its temporary local API) and sends no analytics."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+
+
+def tie_prefect_server_to_this_process() -> None:
+    """Prefect's temporary API server is a child process that outlives a run ended by a signal
+    (SIGTERM from a scheduler, SIGKILL) and keeps running on its own. On Linux, ask the kernel
+    to send it SIGTERM when the thread that started it dies; `ctc run` starts it from the main
+    thread, which lives as long as the run."""
+    import ctypes
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    if not sys.platform.startswith("linux"):
+        return
+    from prefect.server.api import server
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def die_with_parent() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    original = server.SubprocessASGIServer._run_uvicorn_command
+
+    def run_uvicorn_command(self):
+        if threading.current_thread() is not threading.main_thread():
+            return original(self)  # a thread that may end before the run: leave it as it is
+        popen = subprocess.Popen
+        subprocess.Popen = functools.partial(popen, preexec_fn=die_with_parent)
+        try:
+            return original(self)
+        finally:
+            subprocess.Popen = popen
+
+    server.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
 
 
 def with_task_runner(flow_fn, runner: str, address: str | None):
@@ -41,6 +78,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     from flows.correlate import correlate
 
+    tie_prefect_server_to_this_process()
     flow_fn = with_task_runner(correlate, args.task_runner, args.dask_address)
     try:
         summary = flow_fn(config_path=args.config, out=str(settings.output_dir), full=args.full)

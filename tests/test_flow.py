@@ -212,3 +212,54 @@ def test_serve_fires_a_scheduled_run(tmp_path, shared_embedding_cache):
         log.close()
     assert Catalog(out).database.exists()
     assert "started a local Prefect server" in (tmp_path / "serve.log").read_text()
+
+
+def _children(pid: int) -> set[int]:
+    """Process ids whose parent is pid (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("signum", [15, 9])
+def test_a_run_ended_by_a_signal_leaves_no_prefect_server_behind(tmp_path, shared_embedding_cache, signum):
+    config = tiny_stores(tmp_path / "stores")
+    env = {**os.environ, "EMBED_CACHE_DIR": str(shared_embedding_cache), "CTC_FAULT_STAGE": ""}
+    env.pop("PREFECT_API_URL", None)
+    log = open(tmp_path / "run.log", "wb")
+    run = subprocess.Popen([sys.executable, "-m", "ctc.cli", "run", "--config", str(config)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    servers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not servers and time.monotonic() < deadline and run.poll() is None:
+            servers = {p for p in _children(run.pid) if "uvicorn" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")}
+            time.sleep(0.2)
+        assert servers, "the run started no temporary Prefect server: " + (tmp_path / "run.log").read_text()[-2000:]
+        os.kill(run.pid, signum)
+        run.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(_alive(p) for p in servers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in servers), "the Prefect server outlived its run"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, 9)
+        for pid in servers:  # orphans by now, when the test failed
+            if _alive(pid):
+                os.kill(pid, 9)
+        log.close()
