@@ -20,6 +20,7 @@ import numpy as np
 
 from ctc.catalog import Catalog
 from dashboards import sql as dashboard_sql
+from transforms.atomic import write_atomically
 from transforms.schema import RELATIONSHIP_TYPES, TIERS
 
 TIER_COLORS = {"episodic": "#1f77b4", "semantic": "#2ca02c", "procedural": "#ff7f0e"}
@@ -565,12 +566,4 @@ def build_dashboard(out: Path, limits: Limits = Limits()) -> Path:
     page = dashboard_html(data, _plotly_js(), limits)
     target = catalog.dashboard
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(temp, "w", encoding="utf-8") as handle:
-            handle.write(page)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
-    return target
+    return write_atomically(target, temp, lambda handle: handle.write(page.encode("utf-8")))

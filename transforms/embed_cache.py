@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from transforms.atomic import write_atomically
+
 EMBEDDINGS_DIR = "embeddings"
 ONNX_DIR = "onnx"
 TMP_PREFIX = ".tmp-"
@@ -95,15 +97,7 @@ def _write_atomic(frame: pl.DataFrame, target: Path) -> Path:
     """Write `frame` to `target` through a synced temp file and a rename: all or nothing."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet")
-    try:
-        with open(tmp, "wb") as handle:
-            frame.write_parquet(handle, compression="zstd")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return write_atomically(target, tmp, lambda handle: frame.write_parquet(handle, compression="zstd"))
 
 
 def write_shard(cache_dir: Path, model_id: str, vectors: pl.DataFrame) -> Path:
