@@ -17,7 +17,7 @@ import pytest
 
 from ctc.catalog import Catalog
 from ctc.manual_log import append_record
-from reliability.flowkit import COMPARED, write_config
+from reliability.flowkit import COMPARED, TOPICS, write_config
 from transforms.links import audit_failures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +33,8 @@ def relationships(out: Path) -> pl.DataFrame:
 
 def tiny_stores(folder: Path) -> Path:
     """A small config over JSONL stores: an agent's week in ~30 memories, two namespaces."""
-    topics = [
-        ("pgvector", "Set up pgvector 0.7.4 on search_staging with an HNSW index", "search-svc uses pgvector with HNSW indexes"),
-        ("deploy", "Ran ./deploy.sh search-svc staging 1.4.0 after the review", "Deploys of search-svc go through deploy.sh"),
-        ("tabs", "Maya said she prefers tabs for indentation in Python", "Maya prefers tabs for indentation"),
-        ("billing", "Moved the billing API to Python 3.12 with Ravi", "The billing API runs on Python 3.12"),
-        ("backup", "Took a pg_dump of billing before migration 0042", "Always pg_dump billing before a migration"),
-    ]
     episodes, facts = [], []
-    for day, (key, episode, fact) in enumerate(topics, start=2):
+    for day, (key, episode, fact) in enumerate(TOPICS[:5], start=2):
         for turn in range(3):
             episodes.append(
                 {
