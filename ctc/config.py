@@ -64,6 +64,7 @@ class EmbeddingConfig:
     model: str = "all-MiniLM-L6-v2"
     device: str = "auto"  # auto | cpu | cuda
     backend: str = "auto"  # auto | torch | onnx
+    precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 for torch on a CPU with AMX)
     batch_size: int | None = None  # None: a default per device
     cache_dir: str | None = None  # None: <output.dir>/cache
 
@@ -196,13 +197,18 @@ def _embedding(raw: dict) -> EmbeddingConfig:
     backend = raw.get("backend", "auto")
     if backend not in ("auto", "torch", "onnx"):
         raise ConfigError(f"embedding.backend: expected auto, torch or onnx, got {backend!r}")
+    precision = raw.get("precision", "auto")
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ConfigError(f"embedding.precision: expected auto, fp32 or bf16, got {precision!r}")
+    if precision == "bf16" and backend == "onnx":
+        raise ConfigError("embedding.precision: bf16 needs backend torch (onnxruntime's CPU kernels are float32 only)")
     batch = raw.get("batch_size")
     if batch is not None:
         batch = int(_number("embedding.batch_size", batch, integer=True, low=1))
     model = raw.get("model", "all-MiniLM-L6-v2")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("embedding.model: expected a model name or a local path")
-    return EmbeddingConfig(model=model, device=device, backend=backend, batch_size=batch, cache_dir=raw.get("cache_dir"))
+    return EmbeddingConfig(model=model, device=device, backend=backend, precision=precision, batch_size=batch, cache_dir=raw.get("cache_dir"))
 
 
 def _resolved(path: str | None, base: Path) -> str | None:
@@ -219,6 +225,7 @@ ENV_OVERRIDES = {
     "EMBEDDING_MODEL": ("embedding", "model"),
     "EMBED_DEVICE": ("embedding", "device"),
     "EMBED_BACKEND": ("embedding", "backend"),
+    "EMBED_PRECISION": ("embedding", "precision"),
     "EMBED_BATCH_SIZE": ("embedding", "batch_size"),
     "EMBED_CACHE_DIR": ("embedding", "cache_dir"),
     "CORRELATOR_OUTPUT_DIR": ("output", "dir"),

@@ -85,7 +85,7 @@ def terms_task(memories: pl.DataFrame) -> pl.DataFrame:
 def embed_shard_task(texts: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_index: int) -> tuple[pl.DataFrame, dict]:
     fault_point("embed")
     logger = get_run_logger()
-    encoder = embed.shared_encoder(config.model, device=config.device, backend=config.backend, cache_dir=cache_dir)
+    encoder = embed.shared_encoder(config.model, device=config.device, backend=config.backend, precision=config.precision, cache_dir=cache_dir)
     vectors, stats = embed.embed_with_cache(texts, encoder, cache_dir, batch_size=config.batch_size, log=logger)
     return vectors, stats.as_dict()
 
@@ -298,7 +298,7 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
 def settings_fingerprint(settings: Settings) -> str:
     """What every link depends on besides the memories: scoring and the embedding model.
     A change to either makes the next run full."""
-    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend}
+    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -33,6 +33,7 @@ def test_environment_overrides_the_file():
         "CORRELATOR_ENABLED": "false",
         "AUTO_DISCOVER_ENABLED": "0",
         "CORRELATOR_OUTPUT_DIR": "/tmp/wh",
+        "EMBED_PRECISION": "fp32",
     }
     s = settings({"stores": [STORE], "scoring": {"min_correlation_score": 0.9}}, env)
     assert s.scoring.min_correlation_score == 0.3
@@ -40,6 +41,7 @@ def test_environment_overrides_the_file():
     assert s.embedding.model == "/models/mini"
     assert not s.enabled and not s.auto_discover
     assert s.output_dir == Path("/tmp/wh")
+    assert s.embedding.precision == "fp32"
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,8 @@ def test_environment_overrides_the_file():
         ({}, {"MAX_LINKS_PER_MEMORY": "0"}, "scoring.max_links_per_memory: must be >= 1"),
         ({}, {"CORRELATOR_ENABLED": "maybe"}, "CORRELATOR_ENABLED: expected true or false"),
         ({}, {"EMBED_DEVICE": "tpu"}, "embedding.device: expected auto, cpu or cuda"),
+        ({}, {"EMBED_PRECISION": "int8"}, "embedding.precision: expected auto, fp32 or bf16, got 'int8'"),
+        ({"embedding": {"backend": "onnx", "precision": "bf16"}}, {}, "embedding.precision: bf16 needs backend torch"),
         ({"scoring": {"min_score": 0.5}}, {}, "scoring.min_score: unknown key"),
         ({"output": {"dir": ""}}, {}, "output.dir: expected a folder path"),
         ({"storez": []}, {}, "storez: unknown section"),

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from transforms import embed, embed_cache
+from transforms import embed, embed_cache, embed_encoders
 from transforms.embed import EmbeddingError, embed_with_cache, load_encoder, provided_embeddings, text_hash
 
 TEXTS = [
@@ -32,7 +32,13 @@ def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def torch_encoder():
-    return load_encoder(device="cpu", backend="torch").load()
+    return load_encoder(device="cpu", backend="torch", precision="fp32").load()
+
+
+@pytest.fixture(scope="session")
+def bf16_encoder():
+    # runs on any CPU: without AMX torch emulates bfloat16 (slower, same numbers)
+    return load_encoder(device="cpu", backend="torch", precision="bf16").load()
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +99,38 @@ def test_unknown_device_or_backend_is_rejected(device: str, backend: str, match:
         load_encoder(device=device, backend=backend)
 
 
+@pytest.mark.parametrize(
+    ("asked", "device", "backend", "fast_bf16", "expected"),
+    [
+        ("auto", "cpu", "torch", True, "bf16"),
+        ("auto", "cpu", "torch", False, "fp32"),
+        ("auto", "cpu", "onnx", True, "fp32"),
+        ("auto", "cuda", "torch", True, "fp32"),
+        ("fp32", "cpu", "torch", True, "fp32"),
+        ("bf16", "cpu", "torch", False, "bf16"),
+        ("bf16", "cuda", "torch", False, "bf16"),
+    ],
+)
+def test_precision_auto_is_bf16_only_for_torch_on_a_cpu_with_amx(monkeypatch: pytest.MonkeyPatch, asked: str, device: str, backend: str, fast_bf16: bool, expected: str):
+    monkeypatch.setattr(embed_encoders, "cpu_has_fast_bf16", lambda: fast_bf16)
+    assert embed_encoders.resolve_precision(asked, device, backend) == expected
+
+
+def test_bf16_on_onnx_or_an_unknown_precision_is_a_clear_error():
+    with pytest.raises(EmbeddingError, match="bf16 needs EMBED_BACKEND=torch"):
+        load_encoder(device="cpu", backend="onnx", precision="bf16").load()
+    with pytest.raises(EmbeddingError, match="precision 'int8' is unknown"):
+        load_encoder(precision="int8")
+
+
+def test_cpu_bf16_probe_matches_the_cpu_flags():
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    if not flags:
+        pytest.skip("no /proc/cpuinfo to compare with")
+    expected = " amx_bf16" in flags and " avx512_bf16" in flags
+    assert embed_encoders.cpu_has_fast_bf16() == expected
+
+
 def test_cuda_without_a_gpu_is_a_clear_error():
     import torch
 
@@ -117,6 +155,18 @@ def test_vectors_are_384_dim_unit_and_deterministic(torch_encoder):
     assert np.array_equal(vectors[0], vectors[2])
     # in another batch the padding differs, which moves the last float bits only
     assert np.allclose(torch_encoder.encode([TEXTS[0]])[0], vectors[0], atol=1e-5)
+
+
+def test_bf16_vectors_are_unit_float32_and_match_fp32(torch_encoder, bf16_encoder):
+    assert (torch_encoder.precision, bf16_encoder.precision) == ("fp32", "bf16")
+    vectors = bf16_encoder.encode([*TEXTS, TEXTS[0]])
+    assert vectors.shape == (len(TEXTS) + 1, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[-1])
+    cosines = (vectors[: len(TEXTS)] * torch_encoder.encode(TEXTS)).sum(axis=1)
+    assert cosines.min() >= 0.999
+    # bf16 rounding differs with the batch's padding, but far below what scoring can see
+    assert float(bf16_encoder.encode([TEXTS[0]])[0] @ vectors[0]) >= 0.9999
 
 
 def test_vectors_come_back_in_input_order(onnx_encoder):

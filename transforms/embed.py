@@ -63,9 +63,9 @@ def text_hash(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def shared_encoder(model: str = "all-MiniLM-L6-v2", *, device: str = "auto", backend: str = "auto", cache_dir: Path | None = None, batch_size: int | None = None) -> Encoder:
+def shared_encoder(model: str = "all-MiniLM-L6-v2", *, device: str = "auto", backend: str = "auto", cache_dir: Path | None = None, batch_size: int | None = None, precision: str = "auto") -> Encoder:
     """One encoder per configuration for the whole process, so mapped tasks load the weights once."""
-    return load_encoder(model, device=device, backend=backend, cache_dir=cache_dir, batch_size=batch_size)
+    return load_encoder(model, device=device, backend=backend, cache_dir=cache_dir, batch_size=batch_size, precision=precision)
 
 
 def model_dim(model: str = "all-MiniLM-L6-v2") -> int:
@@ -125,6 +125,7 @@ def embed_with_cache(texts: pl.DataFrame, encoder: Encoder, cache_dir: Path, *, 
     log.info("embedding: %d distinct texts, %d cached, %d to embed (model %s)", unique.height, unique.height - missing.height, missing.height, encoder.model_id)
     if missing.height:
         encoder.load()  # so the encode rate below measures encoding, not loading
+        log.info("embedding: %s on %s, %s, batches of %d", encoder.backend, encoder.device, encoder.precision, batch_size or encoder.batch_size)
     encode_start = time.perf_counter()
     fresh = _encode_missing(missing, encoder, cache_dir, batch_size, log) if missing.height else cached.clear()
     encode_seconds = time.perf_counter() - encode_start

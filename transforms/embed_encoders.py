@@ -1,4 +1,5 @@
-"""Sentence encoders: torch (sentence-transformers, CPU or CUDA) and onnxruntime (CPU).
+"""Sentence encoders: torch (sentence-transformers, CPU or CUDA, float32 or bfloat16) and
+onnxruntime (CPU, float32).
 
 torch, sentence_transformers and onnxruntime are imported inside functions: read-only CLI
 commands import this package, and a run whose texts are all cached never loads a model.
@@ -25,11 +26,14 @@ Progress = Callable[[int, int, float], None]  # (batches done, batches in all, t
 
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "torch", "onnx")
+PRECISIONS = ("auto", "fp32", "bf16")
 # Texts per forward pass. On CPU larger batches only add padding; a GPU wants big ones.
 DEFAULT_BATCH_SIZE = {"cpu": 32, "cuda": 256}
 ONNX_OPSET = 17
 # Whether "auto" picks onnxruntime on CPU. The issue asks for onnx as the CPU default only when
 # it reaches 1.8x the bare torch encode rate; bench/embed.py measures it (see docs/embedding.md).
+# On 2 cores float32 torch already runs near the CPU's float32 peak (bench/embed.py), and
+# onnxruntime's CPU kernels are float32 too: measured at parity, so onnx is not the default.
 ONNX_IS_CPU_DEFAULT = False
 
 logger = logging.getLogger(__name__)
@@ -71,6 +75,33 @@ def resolve_backend(backend: str, device: str, info: ModelInfo) -> str:
     return "onnx" if ONNX_IS_CPU_DEFAULT and info.onnx_ready else "torch"
 
 
+def cpu_has_fast_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AMX tiles with bf16)."""
+    import torch
+
+    probes = (getattr(torch.cpu, "_is_amx_tile_supported", None), getattr(torch.cpu, "_is_avx512_bf16_supported", None))
+    try:
+        return all(probe is not None and probe() for probe in probes)
+    except RuntimeError:  # a torch build without the probes' kernels
+        return False
+
+
+def resolve_precision(precision: str, device: str, backend: str) -> str:
+    """fp32 or bf16 for a resolved device and backend.
+
+    `auto` picks bf16 only for torch on a CPU with AMX: there it ran 2-2.6x the float32 rate
+    with vectors at cosine >= 0.9999 to float32 (bench/embed.py). Elsewhere float32 stays:
+    emulated bf16 is slower, and on CUDA bf16 has not been measured here.
+    """
+    if precision not in PRECISIONS:
+        raise EmbeddingError(f"embedding precision {precision!r} is unknown (known: {', '.join(PRECISIONS)})")
+    if precision == "bf16" and backend == "onnx":
+        raise EmbeddingError("EMBED_PRECISION=bf16 needs EMBED_BACKEND=torch: onnxruntime's CPU kernels have no bfloat16 matrix multiply")
+    if precision != "auto":
+        return precision
+    return "bf16" if backend == "torch" and device == "cpu" and cpu_has_fast_bf16() else "fp32"
+
+
 def _quiet_transformers() -> None:
     """Silence the weight-loading progress bars; progress is ours to log."""
     from transformers.utils import logging as hf_logging
@@ -80,9 +111,13 @@ def _quiet_transformers() -> None:
 
 
 class _TorchBackend:
-    """sentence-transformers on torch: the reference implementation, CPU or CUDA."""
+    """sentence-transformers on torch: the reference implementation, CPU or CUDA.
 
-    def __init__(self, info: ModelInfo, device: str) -> None:
+    bf16 runs the model under autocast: matrix multiplies in bfloat16, while layer norms,
+    softmax and the pooled vector stay float32 (casting the weights instead loses more).
+    """
+
+    def __init__(self, info: ModelInfo, device: str, precision: str = "fp32") -> None:
         set_offline()
         _quiet_transformers()
         from sentence_transformers import SentenceTransformer
@@ -90,11 +125,16 @@ class _TorchBackend:
         self.model = SentenceTransformer(str(info.path), device=device, local_files_only=True)
         self.model.max_seq_length = info.max_seq_length
         self.dim = int(self.model.get_embedding_dimension())
+        self.device, self.precision = device, precision
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of one batch."""
-        vectors = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        import torch
+
+        with torch.autocast(device_type=self.device, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            vectors = self.model.encode(texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False)
+        # normalised here, in float32: sentence-transformers would normalise the bf16 tensor
+        return _unit(vectors.float().cpu().numpy())
 
 
 def onnx_path(info: ModelInfo, cache_dir: Path) -> Path:
@@ -225,23 +265,29 @@ class Encoder:
     """A sentence encoder. Weights load on first use, so a run whose texts are all cached
     never imports torch; `load()` loads them now."""
 
-    def __init__(self, info: ModelInfo, *, device: str, backend: str, cache_dir: Path | None, batch_size: int | None = None) -> None:
+    def __init__(self, info: ModelInfo, *, device: str, backend: str, cache_dir: Path | None, batch_size: int | None = None, precision: str = "auto") -> None:
         if device not in DEVICES:
             raise EmbeddingError(f"embedding device {device!r} is unknown (known: {', '.join(DEVICES)})")
         if backend not in BACKENDS:
             raise EmbeddingError(f"embedding backend {backend!r} is unknown (known: {', '.join(BACKENDS)})")
+        if precision not in PRECISIONS:
+            raise EmbeddingError(f"embedding precision {precision!r} is unknown (known: {', '.join(PRECISIONS)})")
         self.info = info
         self.model_id = info.model_id
         self.cache_dir = cache_dir
-        self._device_request, self._backend_request = device, backend
+        self._device_request, self._backend_request, self._precision_request = device, backend, precision
         self._batch_size = batch_size
         self._device: str | None = None
         self._backend: str | None = None
+        self._precision: str | None = None
         self._impl: _Backend | None = None
         self._lock = threading.Lock()  # mapped tasks may share one encoder across threads
 
     def __repr__(self) -> str:
-        return f"Encoder(model_id={self.model_id!r}, device={self._device or self._device_request!r}, backend={self._backend or self._backend_request!r})"
+        return (
+            f"Encoder(model_id={self.model_id!r}, device={self._device or self._device_request!r}, "
+            f"backend={self._backend or self._backend_request!r}, precision={self._precision or self._precision_request!r})"
+        )
 
     @property
     def device(self) -> str:
@@ -258,6 +304,13 @@ class Encoder:
         return self._backend
 
     @property
+    def precision(self) -> str:
+        """fp32 or bf16."""
+        if self._precision is None:
+            self._precision = resolve_precision(self._precision_request, self.device, self.backend)
+        return self._precision
+
+    @property
     def dim(self) -> int:
         """Vector length; from the configs, or from the loaded model when they cannot tell."""
         return self.info.dim if self.info.dim is not None else self.load()._impl.dim  # type: ignore[union-attr]
@@ -269,13 +322,14 @@ class Encoder:
 
     def load(self) -> "Encoder":
         """Load the weights (and export to ONNX once, if that backend is used)."""
+        precision = self.precision  # resolved before loading: a bf16 request onnx cannot run fails here
         with self._lock:
             if self._impl is None:
                 if self.backend == "onnx":
                     cache_dir = self.cache_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"ctc-onnx-{os.getuid()}"
                     self._impl = _OnnxBackend(self.info, cache_dir)
                 else:
-                    self._impl = _TorchBackend(self.info, self.device)
+                    self._impl = _TorchBackend(self.info, self.device, precision)
         return self
 
     def encode(self, texts: list[str], *, batch_size: int | None = None, progress: Progress | None = None) -> np.ndarray:
@@ -301,6 +355,6 @@ class Encoder:
         return out
 
 
-def load_encoder(model: str = "all-MiniLM-L6-v2", *, device: str = "auto", backend: str = "auto", cache_dir: Path | None = None, batch_size: int | None = None) -> Encoder:
+def load_encoder(model: str = "all-MiniLM-L6-v2", *, device: str = "auto", backend: str = "auto", cache_dir: Path | None = None, batch_size: int | None = None, precision: str = "auto") -> Encoder:
     """An encoder for `model` (bundled name, local folder or cached hub name); fails fast on a bad name."""
-    return Encoder(model_info(model), device=device, backend=backend, cache_dir=cache_dir, batch_size=batch_size)
+    return Encoder(model_info(model), device=device, backend=backend, cache_dir=cache_dir, batch_size=batch_size, precision=precision)
