@@ -1,10 +1,12 @@
-"""Embedding throughput: our stage (torch and onnx backends) against a bare SentenceTransformer.encode.
+"""Embedding throughput: our stage (torch fp32, torch bf16, onnx) against a bare SentenceTransformer.encode.
 
     .venv/bin/python bench/embed.py --n 1000
 
 On one deterministic corpus (half short 15-30 word memories, half long 80-150 word ones) it
-measures, in one process: a bare `SentenceTransformer.encode`, `embed_with_cache` on a cold
-cache with each backend, and a rerun on the warm cache. Every path is warmed up first, then the paths take turns
+measures, in one process: a bare float32 `SentenceTransformer.encode`, `embed_with_cache` on
+a cold cache with each backend and precision, and a rerun on the warm cache. Quality of
+each path against the bare vectors: the lowest cosine, and the share of each text's 10
+nearest neighbours in the corpus that stay the same. Every path is warmed up first, then the paths take turns
 on slices of the corpus, `--rounds` times, keeping each slice's best time: on a shared
 machine bursts of other work are larger than the differences measured. Our stage's
 time includes reading and writing its cache (one cold call per slice). Model loading is
@@ -30,8 +32,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transforms import embed  # noqa: E402
-from transforms.embed_encoders import ONNX_IS_CPU_DEFAULT  # noqa: E402
+from transforms import embed, embed_encoders  # noqa: E402
 
 SUBJECTS = ["the user", "the agent", "the deploy job", "our team", "the billing service", "the nightly build", "the database", "the customer", "the API gateway", "the test suite"]
 VERBS = ["fixed", "reported", "deployed", "rolled back", "reviewed", "migrated", "configured", "prefers", "broke", "documented", "scheduled", "discussed"]
@@ -78,6 +79,17 @@ def _stage(encoder, part: pl.DataFrame, cache: Path, batch_size: int) -> np.ndar
     return np.array(out["embedding"].to_list(), dtype=np.float32)
 
 
+def top10_overlap(reference: np.ndarray, other: np.ndarray) -> float:
+    """Mean share of each text's 10 nearest neighbours (by cosine) that `other` keeps."""
+    def neighbours(vectors: np.ndarray) -> np.ndarray:
+        similarity = vectors @ vectors.T
+        np.fill_diagonal(similarity, -np.inf)
+        return np.argsort(-similarity, axis=1)[:, :10]
+
+    kept = [len(set(a) & set(b)) / 10 for a, b in zip(neighbours(reference), neighbours(other))]
+    return float(np.mean(kept))
+
+
 def measured(paths: dict, frame: pl.DataFrame, size: int, rounds: int, work: Path) -> dict[str, tuple[list[float], np.ndarray]]:
     """Per path: best seconds of each slice over the rounds, and the vectors of all texts.
 
@@ -115,45 +127,52 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ctc-bench-embed-"))
     warmup = texts[:64]
 
-    load_torch_s, torch_enc = timed(lambda: embed.load_encoder(device="cpu", backend="torch").load())
+    load_torch_s, torch_enc = timed(lambda: embed.load_encoder(device="cpu", backend="torch", precision="fp32").load())
+    bf16_enc = embed.load_encoder(device="cpu", backend="torch", precision="bf16").load()
     export_s, onnx_enc = timed(lambda: embed.load_encoder(device="cpu", backend="onnx", cache_dir=work / "models").load())
+    default_enc = embed.load_encoder(device="cpu")  # what a run on this CPU uses
+    default = {("torch", "fp32"): "torch", ("torch", "bf16"): "bf16", ("onnx", "fp32"): "onnx"}[(default_enc.backend, default_enc.precision)]
+    print(f"bf16 in hardware (AMX): {embed_encoders.cpu_has_fast_bf16()}; default CPU path: {default_enc.backend} {default_enc.precision}", flush=True)
     from sentence_transformers import SentenceTransformer
 
     bare_model = SentenceTransformer(embed.resolve_model("all-MiniLM-L6-v2"), device="cpu")
-    for warm in (lambda: bare_model.encode(warmup, batch_size=args.batch_size), lambda: torch_enc.encode(warmup), lambda: onnx_enc.encode(warmup)):
-        warm()
+    encoders = {"torch": torch_enc, "bf16": bf16_enc, "onnx": onnx_enc}
+    bare_model.encode(warmup, batch_size=args.batch_size)
+    for encoder in encoders.values():
+        encoder.encode(warmup)
 
-    paths = {
-        "bare": lambda part, cache: np.asarray(bare_model.encode(part["text"].to_list(), batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False)),
-        "torch": lambda part, cache: _stage(torch_enc, part, cache / "torch", args.batch_size),
-        "onnx": lambda part, cache: _stage(onnx_enc, part, cache / "onnx", args.batch_size),
-    }
+    paths = {"bare": lambda part, cache: np.asarray(bare_model.encode(part["text"].to_list(), batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False))}
+    for name, encoder in encoders.items():
+        paths[name] = lambda part, cache, encoder=encoder, name=name: _stage(encoder, part, cache / name, args.batch_size)
     best = measured(paths, frame, args.slice, args.rounds, work)
     results = {name: vectors for name, (_, vectors) in best.items()}
     seconds = {name: sum(times) for name, (times, _) in best.items()}
-    for name, encoder in (("torch", torch_enc), ("onnx", onnx_enc)):
+    for name, encoder in encoders.items():
         cache = work / "round-0" / name  # warm: every text was embedded there in round 0
         warm_times = [timed(lambda: embed.embed_with_cache(frame, encoder, cache, batch_size=args.batch_size))[0] for _ in range(3)]
         seconds[f"{name}_warm"] = min(warm_times)
     best = seconds
 
-    rate = {k: args.n / best[k] for k in ("bare", "torch", "onnx")}
-    default = "onnx" if ONNX_IS_CPU_DEFAULT else "torch"
+    rate = {k: args.n / best[k] for k in ("bare", *encoders)}
     figures = {
         "n": args.n,
         "batch_size": args.batch_size,
         "bare_torch_texts_per_s": round(rate["bare"], 1),
         "stage_torch_texts_per_s": round(rate["torch"], 1),
+        "stage_bf16_texts_per_s": round(rate["bf16"], 1),
         "stage_onnx_texts_per_s": round(rate["onnx"], 1),
         "ratio_stage_torch_vs_bare": round(rate["torch"] / rate["bare"], 3),
+        "ratio_stage_bf16_vs_bare": round(rate["bf16"] / rate["bare"], 3),
         "ratio_stage_onnx_vs_bare": round(rate["onnx"] / rate["bare"], 3),
-        "onnx_min_cosine": round(float((results["onnx"] * results["bare"]).sum(axis=1).min()), 6),
-        "torch_min_cosine": round(float((results["torch"] * results["bare"]).sum(axis=1).min()), 6),
-        "default_cpu_backend": default,
+    }
+    for name in encoders:
+        figures[f"{name}_min_cosine"] = round(float((results[name] * results["bare"]).sum(axis=1).min()), 6)
+        figures[f"{name}_top10_overlap"] = round(top10_overlap(results["bare"], results[name]), 4)
+    figures |= {
+        "default_cpu_path": default,
         "cold_seconds": round(best[default], 3),
         "warm_seconds": round(best[f"{default}_warm"], 4),
         "warm_speedup": round(best[default] / best[f"{default}_warm"], 1),
-        "onnx_warm_speedup": round(best["onnx"] / best["onnx_warm"], 1),
         "load_torch_seconds": round(load_torch_s, 2),
         "load_onnx_with_export_seconds": round(export_s, 2),
         "rss_mib": round(rss_mib(), 1),
