@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import socket
 import subprocess
 import sys
@@ -193,6 +194,17 @@ def test_progress_reports_batches_and_rate(onnx_encoder):
     seen = []
     onnx_encoder.encode(TEXTS, batch_size=2, progress=lambda done, total, rate: seen.append((done, total, rate)))
     assert [(d, t) for d, t, _ in seen] == [(1, 2), (2, 2)] and all(rate > 0 for *_, rate in seen)
+
+
+def test_progress_log_counts_texts_done(onnx_encoder, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(embed, "PROGRESS_EVERY_S", 0.0)  # every batch
+    monkeypatch.setattr(embed, "CHECKPOINT_TEXTS", 3)  # two chunks: 3 + 2 texts
+    texts = [f"progress text number {i} about the deploy" for i in range(5)]
+    with caplog.at_level(logging.INFO, logger="transforms.embed"):
+        embed_with_cache(frame(texts), onnx_encoder, tmp_path, batch_size=2)
+    counts = re.findall(r"batch (\d+)/(\d+) of chunk, (\d+)/5 texts", caplog.text)
+    assert [tuple(map(int, c)) for c in counts] == [(1, 2, 2), (2, 2, 3), (1, 1, 5)]
+    assert "embedding: onnx on cpu, fp32, batches of 2" in caplog.text
 
 
 # ---------------------------------------------------------------- cache

@@ -74,15 +74,17 @@ def model_dim(model: str = "all-MiniLM-L6-v2") -> int:
     return dim if dim is not None else shared_encoder(model, device="cpu", backend="torch").dim
 
 
-def _progress_logger(log: logging.Logger | logging.LoggerAdapter, offset: int, total: int) -> Progress:
-    """A progress callback that logs at most every PROGRESS_EVERY_S seconds, plus the last batch."""
+def _progress_logger(log: logging.Logger | logging.LoggerAdapter, offset: int, chunk: int, batch_size: int, total: int) -> Progress:
+    """A progress callback for one checkpoint chunk (`chunk` texts after the first `offset` of
+    `total`) that logs at most every PROGRESS_EVERY_S seconds, plus the first and last batch."""
     last = [0.0]
 
     def report(done: int, batches: int, rate: float) -> None:
         now = time.monotonic()
         if done == batches or done == 1 or now - last[0] >= PROGRESS_EVERY_S:
             last[0] = now
-            log.info("embedding: batch %d/%d of chunk, %d/%d texts, %.0f texts/s", done, batches, offset, total, rate)
+            texts = offset + min(done * batch_size, chunk)
+            log.info("embedding: batch %d/%d of chunk, %d/%d texts, %.0f texts/s", done, batches, texts, total, rate)
 
     return report
 
@@ -104,8 +106,9 @@ def _encode_missing(missing: pl.DataFrame, encoder: Encoder, cache_dir: Path, ba
     parts = []
     for offset in range(0, missing.height, CHECKPOINT_TEXTS):
         chunk = missing.slice(offset, CHECKPOINT_TEXTS)
-        progress = _progress_logger(log, offset + chunk.height, missing.height)
-        vectors = encoder.encode(chunk["text"].to_list(), batch_size=batch_size, progress=progress)
+        size = batch_size or encoder.batch_size
+        progress = _progress_logger(log, offset, chunk.height, size, missing.height)
+        vectors = encoder.encode(chunk["text"].to_list(), batch_size=size, progress=progress)
         part = pl.DataFrame({"text_hash": chunk["text_hash"]}).with_columns(pl.Series("embedding", vectors))
         write_shard(cache_dir, encoder.model_id, part)
         parts.append(part)
