@@ -32,8 +32,9 @@ DEFAULT_BATCH_SIZE = {"cpu": 32, "cuda": 256}
 ONNX_OPSET = 17
 # Whether "auto" picks onnxruntime on CPU. The issue asks for onnx as the CPU default only when
 # it reaches 1.8x the bare torch encode rate; bench/embed.py measures it (see docs/embedding.md).
-# On 2 cores float32 torch already runs near the CPU's float32 peak (bench/embed.py), and
-# onnxruntime's CPU kernels are float32 too: measured at parity, so onnx is not the default.
+# On 2 cores float32 torch already runs at about half the CPU's float32 peak, and onnxruntime's
+# CPU kernels are float32 only: measured at parity, so onnx is not the default (bf16 torch is
+# the faster CPU path; docs/embedding.md).
 ONNX_IS_CPU_DEFAULT = False
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class _TorchBackend:
     """sentence-transformers on torch: the reference implementation, CPU or CUDA.
 
     bf16 runs the model under autocast: matrix multiplies in bfloat16, while layer norms,
-    softmax and the pooled vector stay float32 (casting the weights instead loses more).
+    softmax and the pooled vector stay float32.
     """
 
     def __init__(self, info: ModelInfo, device: str, precision: str = "fp32") -> None:
