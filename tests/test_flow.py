@@ -17,18 +17,10 @@ import pytest
 
 from ctc.catalog import Catalog
 from ctc.manual_log import append_record
-from reliability.flowkit import COMPARED, TOPICS, write_config
+from reliability.flowkit import TOPICS, relationships, write_config
 from transforms.links import audit_failures
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def relationships(out: Path) -> pl.DataFrame:
-    con = duckdb.connect(str(Catalog(out).database), read_only=True)
-    try:
-        return pl.from_arrow(con.sql("select * from relationships").to_arrow_table()).select(COMPARED).sort(COMPARED[:3])
-    finally:
-        con.close()
 
 
 def tiny_stores(folder: Path) -> Path:
