@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import polars as pl
 
-from transforms.schema import MEMORY_SCHEMA
+from crosstier.transforms.schema import MEMORY_SCHEMA
 
 TECH = (
     "postgres pgvector billing invoice rounding typescript deploy sentry latency backup vault stripe webhook "

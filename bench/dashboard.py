@@ -34,11 +34,11 @@ def main() -> int:
     parser.add_argument("--screenshot", help="save a screenshot of the last load here")
     args = parser.parse_args()
 
-    from ctc.catalog import Catalog
-    from dashboards.browser import chromium_missing_reason, render_page
-    from dashboards.build import CHART_IDS, build_dashboard
-    from dashboards.synthetic import synthetic_tables
-    from transforms.publish import publish_snapshot
+    from crosstier.core.catalog import Catalog
+    from crosstier.dashboards.browser import chromium_missing_reason, render_page
+    from crosstier.dashboards.build import CHART_IDS, build_dashboard
+    from crosstier.dashboards.synthetic import synthetic_tables
+    from crosstier.transforms.publish.snapshot import publish_snapshot
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ctc-bench-dashboard-"))
     started = time.perf_counter()

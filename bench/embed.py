@@ -32,7 +32,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transforms import embed, embed_encoders  # noqa: E402
+from crosstier.transforms.embed import vectors as embed  # noqa: E402
+from crosstier.transforms.embed import encoders as embed_encoders  # noqa: E402
 
 SUBJECTS = ["the user", "the agent", "the deploy job", "our team", "the billing service", "the nightly build", "the database", "the customer", "the API gateway", "the test suite"]
 VERBS = ["fixed", "reported", "deployed", "rolled back", "reviewed", "migrated", "configured", "prefers", "broke", "documented", "scheduled", "discussed"]

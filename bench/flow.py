@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     total = int(args.n * (1 + args.added))
     memories, vectors = generate_corpus(total, seed=0)

@@ -24,11 +24,11 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ctc.config import ScoringConfig  # noqa: E402
-from transforms.embedding_text import embedding_texts  # noqa: E402
-from transforms.links import scored_links  # noqa: E402
-from transforms.schema import MEMORY_SCHEMA  # noqa: E402
-from transforms.terms import with_terms  # noqa: E402
+from crosstier.core.config import ScoringConfig  # noqa: E402
+from crosstier.transforms.embed.text import embedding_texts  # noqa: E402
+from crosstier.transforms.link.links import scored_links  # noqa: E402
+from crosstier.transforms.schema import MEMORY_SCHEMA  # noqa: E402
+from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
 # session id -> turns (user and assistant alternate)
 SESSIONS = {

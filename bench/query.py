@@ -38,7 +38,7 @@ def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: 
     import polars as pl
     import pyarrow as pa
 
-    from transforms.schema import MEMORY_SCHEMA, RELATIONSHIP_SCHEMA, REJECT_SCHEMA
+    from crosstier.transforms.schema import MEMORY_SCHEMA, RELATIONSHIP_SCHEMA, REJECT_SCHEMA
 
     rng = np.random.default_rng(seed)
     ids = np.array([f"m{i:07d}" for i in range(n)])
@@ -131,7 +131,7 @@ def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: 
     tier_links = relationships.group_by("source_tier", "target_tier", "relationship_type").agg(
         links=pl.len(), avg_score=pl.col("score").mean()
     ).sort("source_tier", "target_tier", "relationship_type")
-    from transforms.run_report import runs_table
+    from crosstier.transforms.publish.run_report import runs_table
 
     runs = runs_table([{"run_id": "bench", "status": "published", "mode": "full", "started_at": "2026-11-30T00:00:00+00:00",
                         "memories": n, "relationships": m, "embedding_model": "all-MiniLM-L6-v2"}])
@@ -185,10 +185,10 @@ def timed(fn, args_list) -> list[float]:
 
 def run_queries(out: Path, n: int, queries: int, use_model: bool, seed: int) -> dict[str, float]:
     """Warm-process latencies of the read functions on the snapshot in `out`."""
-    from retrieval import build_correlation_graph, find_correlations, retrieve_with_expansion
-    from retrieval.snapshot import close_all, default_settings
-    from retrieval.vectors import embed_texts, snapshot_vectors
-    from retrieval.snapshot import open_snapshot
+    from crosstier.retrieval import build_correlation_graph, find_correlations, retrieve_with_expansion
+    from crosstier.retrieval.snapshot import close_all, default_settings
+    from crosstier.retrieval.vectors import embed_texts, snapshot_vectors
+    from crosstier.retrieval.snapshot import open_snapshot
 
     close_all()
     rng = np.random.default_rng(seed)
@@ -241,8 +241,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    from ctc.catalog import Catalog
-    from transforms.publish import publish_snapshot
+    from crosstier.core.catalog import Catalog
+    from crosstier.transforms.publish.snapshot import publish_snapshot
 
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ctc-bench-query-"))
     start = time.perf_counter()
@@ -258,7 +258,7 @@ def main() -> int:
     report = {"memories": args.memories, "relationships": published.rows["relationships"], **figures}
     print("as published:", json.dumps({k: round(v, 5) for k, v in figures.items()}))
     if not args.no_indexes:
-        from retrieval.snapshot import close_all
+        from crosstier.retrieval.snapshot import close_all
 
         close_all()
         report["index_build_s"] = add_indexes(Catalog(root).database)

@@ -26,10 +26,10 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.corpus import generate_corpus  # noqa: E402
-from ctc.config import ScoringConfig  # noqa: E402
-from transforms.candidates import all_pairs, candidate_pairs  # noqa: E402
-from transforms.links import capped_links, classified_pairs, link_memories, unit_rows  # noqa: E402
-from transforms.terms import with_terms  # noqa: E402
+from crosstier.core.config import ScoringConfig  # noqa: E402
+from crosstier.transforms.link.candidates import all_pairs, candidate_pairs  # noqa: E402
+from crosstier.transforms.link.links import capped_links, classified_pairs, link_memories, unit_rows  # noqa: E402
+from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
 
 def rss_mib() -> float:

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ctc.catalog import Catalog
-from dashboards import sql as dashboard_sql
-from transforms.atomic import write_atomically
-from transforms.schema import RELATIONSHIP_TYPES, TIERS
+from crosstier.core.catalog import Catalog
+from crosstier.dashboards import sql as dashboard_sql
+from crosstier.core.atomic import write_atomically
+from crosstier.transforms.schema import RELATIONSHIP_TYPES, TIERS
 
 TIER_COLORS = {"episodic": "#1f77b4", "semantic": "#2ca02c", "procedural": "#ff7f0e"}
 OTHER_TIER_COLOR = "#7f7f7f"

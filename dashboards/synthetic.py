@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import polars as pl
 
-from transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, RELATIONSHIP_SCHEMA, RELATIONSHIP_TYPES, TIERS
+from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, RELATIONSHIP_SCHEMA, RELATIONSHIP_TYPES, TIERS
 
 _WORDS = (
     "deploy cache invoice typescript migration retry schema customer latency token budget "

@@ -5,37 +5,29 @@ reads (I/O) alone. The flow body reads like the pipeline list of DESIGN.md."""
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import hashlib
-import json
 import os
 import signal
-import time
-import uuid
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from ctc import manual_log
-from ctc.catalog import Catalog
-from ctc.config import EmbeddingConfig, ScoringConfig, Settings, StoreConfig, load_settings
-from transforms import embed, incremental, links, publish, run_report
-from transforms.embedding_text import embedding_texts
-from transforms.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store
-from transforms.manual_links import manual_relationships, merged_relationships
-from transforms.schema import TIERS
-from transforms.terms import with_terms
+from crosstier.core import manual_log
+from crosstier.core.catalog import Catalog
+from crosstier.core.config import EmbeddingConfig, ScoringConfig, Settings, StoreConfig, load_settings
+from crosstier.flows.run_record import RunRecord
+from crosstier.transforms.embed import vectors as embed
+from crosstier.transforms.embed.text import embedding_texts
+from crosstier.transforms.link import incremental, links
+from crosstier.transforms.link.manual import manual_relationships, merged_relationships
+from crosstier.transforms.link.terms import with_terms
+from crosstier.transforms.publish import snapshot as publish
+from crosstier.transforms.stores.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store
 
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
 
@@ -109,7 +101,7 @@ def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame]
 @task(name="dashboard", cache_policy=NO_CACHE)
 def dashboard_task(out: Path) -> str | None:
     try:
-        from dashboards.build import build_dashboard
+        from crosstier.dashboards.build import build_dashboard
     except ModuleNotFoundError:
         return None
     return str(build_dashboard(out))
@@ -118,33 +110,15 @@ def dashboard_task(out: Path) -> str | None:
 # ---------------------------------------------------------------- helpers
 
 
-@dataclass
-class Stages:
-    """Seconds per stage, in order."""
-
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def timed(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
-
-
 def extracted_stores(settings: Settings) -> Extracted:
     futures = [extract_task.submit(store, settings.max_content_bytes) for store in settings.stores]
     return combined_extracts([f.result() for f in futures])
 
 
-def embedded_memories(memories: pl.DataFrame, texts: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[np.ndarray, dict]:
-    """Row-aligned vectors: provided ones where a store gave them, the rest from the cache or
-    the model, mapped over shards of texts."""
+def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[pl.DataFrame, np.ndarray, dict]:
+    """The text each memory is embedded as, and row-aligned vectors: provided ones where a
+    store gave them, the rest from the cache or the model, mapped over shards of texts."""
+    texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
     provided = embed.provided_embeddings(memories, embed.model_dim(config.model))
     need = texts.join(provided.select("id"), on="id", how="anti")
     unique = need.unique("text_hash", keep="first").sort("text_hash")
@@ -158,9 +132,9 @@ def embedded_memories(memories: pl.DataFrame, texts: pl.DataFrame, config: Embed
     )
     ordered = memories.select("id").join(by_id, on="id", how="left", maintain_order="left").get_column("embedding")
     if ordered.len() == 0:
-        return np.zeros((0, embed.model_dim(config.model)), dtype=np.float32), stats
+        return texts, np.zeros((0, embed.model_dim(config.model)), dtype=np.float32), stats
     width = ordered.list.len().max()
-    return ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False), stats
+    return texts, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False), stats
 
 
 def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None) -> tuple[pl.DataFrame, int]:
@@ -205,108 +179,69 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, len(focus), len(deleted))
 
 
+def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:
+    """The published relationships: discovered links after the cap, merged with the manual
+    log (a manual link overrides a discovered one on the same pair)."""
+    records, bad_lines = manual_log.read_records(catalog.manual_log)
+    manual, skipped = manual_relationships(records, memories, run_id)
+    for line, why in skipped + [(n, why) for n, _, why in bad_lines]:
+        get_run_logger().warning("manual link on line %d not published: %s", line, why)
+    return merged_relationships(capped, manual).with_columns(run_id=pl.lit(run_id))
+
+
+def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFrame, vectors: np.ndarray, linked: Linked, relationships: pl.DataFrame) -> tuple[publish.Published, pl.DataFrame]:
+    """Every table of the snapshot, and the state the next incremental run reads, published
+    in one switch; returns what was published and the tier distribution."""
+    tier_distribution = links.tier_distribution(memories, relationships)
+    tables = {
+        "memories": memories.drop("embedding"),
+        "relationships": relationships,
+        "tier_distribution": tier_distribution,
+        "tier_links": links.tier_links(relationships),
+        "rejects": extracted.rejects.with_columns(run_id=pl.lit(run.run_id)),
+    }
+    state = {
+        "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors).cast(pl.List(pl.Float32))),
+        "scored_links": linked.scored,
+        "fingerprints": linked.fingerprints,
+    }
+    tables["runs"] = run.runs_table()
+    published = publish_task(tables, state, run.catalog, run.run_id)
+    publish.append_run_log(run.catalog, run.summary)
+    return published, tier_distribution
+
+
 # ---------------------------------------------------------------- the flow
+
+
+def run_settings(config_path: str | None, out: str | None) -> Settings:
+    settings = load_settings(config_path)
+    return settings.with_output(out) if out else settings
 
 
 @flow(name="correlate", log_prints=False)
 def correlate(config_path: str | None = None, out: str | None = None, full: bool = False, shard_size: int = 2048) -> dict[str, Any]:
     """Run the correlator once: extract, terms, embed, candidates + score, manual links, publish."""
-    logger = get_run_logger()
-    settings = load_settings(config_path)
-    if out:
-        settings = settings.with_output(out)
+    settings = run_settings(config_path, out)
     if not settings.enabled:
-        logger.info("CORRELATOR_ENABLED is false: nothing to do")
+        get_run_logger().info("CORRELATOR_ENABLED is false: nothing to do")
         return {"status": "disabled"}
-    catalog = Catalog(settings.output_dir)
-    catalog.root.mkdir(parents=True, exist_ok=True)
-    publish.cleanup_leftovers(catalog)
-    run_id, started, stages = new_run_id(), datetime.now(timezone.utc), Stages()
-    fingerprint = settings_fingerprint(settings)
-    previous = None if full else previous_state(catalog, fingerprint)
-    mode = "incremental" if previous else "full"
-    summary: dict[str, Any] = {"run_id": run_id, "mode": mode, "status": "running", "started_at": started.isoformat(), "settings_fingerprint": fingerprint}
-    try:
-        with stages.timed("extract"):
-            extracted = extracted_stores(settings)  # 1. stores -> memories + rejects
-        with stages.timed("terms"):
-            memories = terms_task(extracted.memories)  # 2. entities and key terms
-        with stages.timed("embed"):
-            texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-            cache_dir = Path(settings.embedding.cache_dir) if settings.embedding.cache_dir else catalog.cache_dir
-            vectors, embed_stats = embedded_memories(memories, texts, settings.embedding, cache_dir, shard_size)  # 3.
+    run = RunRecord.start(settings, full)
+    with run.recorded():
+        with run.timed("extract"):  # 1. stores -> memories + rejects
+            extracted = extracted_stores(settings)
+        with run.timed("terms"):  # 2. entities and key terms
+            memories = terms_task(extracted.memories)
+        with run.timed("embed"):  # 3. vectors: provided, cached or encoded
+            texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size)
         fault_point("candidates")
-        with stages.timed("score"):
-            linked = discovered_links(memories, vectors, texts, previous, settings.scoring)  # 4. + 5.
-        with stages.timed("manual"):
-            records, bad_lines = manual_log.read_records(catalog.manual_log)  # 6. manual links
-            manual, skipped = manual_relationships(records, memories, run_id)
-            relationships = merged_relationships(linked.capped, manual).with_columns(run_id=pl.lit(run_id))
-            for line, why in skipped + [(n, why) for n, _, why in bad_lines]:
-                logger.warning("manual link on line %d not published: %s", line, why)
-        summary.update(
-            status="published",
-            records_read=extracted.records_read,
-            memories=memories.height,
-            rejects=extracted.rejects.height,
-            relationships=relationships.height,
-            embedded=embed_stats["embedded"],
-            cached=embed_stats["cached"],
-            pairs_scored=linked.pairs_scored,
-            changed=linked.changed,
-            deleted=linked.deleted,
-            embedding_model=settings.embedding.model,
-            memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
-            links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
-        )
-        with stages.timed("publish"):
-            tier_distribution = links.tier_distribution(memories, relationships)
-            tables = {
-                "memories": memories.drop("embedding"),
-                "relationships": relationships,
-                "tier_distribution": tier_distribution,
-                "tier_links": links.tier_links(relationships),
-                "rejects": extracted.rejects.with_columns(run_id=pl.lit(run_id)),
-            }
-            state = {
-                "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors).cast(pl.List(pl.Float32))),
-                "scored_links": linked.scored,
-                "fingerprints": linked.fingerprints,
-            }
-            finished = datetime.now(timezone.utc)
-            summary.update(finished_at=finished.isoformat(), seconds=(finished - started).total_seconds(), stage_seconds=dict(stages.seconds))
-            tables["runs"] = run_report.runs_table([*publish.run_log(catalog), summary])
-            published = publish_task(tables, state, catalog, run_id)  # 7. publish atomically
-        publish.append_run_log(catalog, summary)
-        with stages.timed("dashboard"):
-            dashboard = dashboard_task(catalog.root)
-        summary["stage_seconds"] = dict(stages.seconds)
-        summary["outputs"] = {"database": str(published.database), "parquet": str(catalog.parquet_dir), "dashboard": dashboard}
-        report = run_report.run_report_markdown(summary, relationships, memories, tier_distribution, dashboard_path=dashboard)
-        catalog.reports_dir.mkdir(parents=True, exist_ok=True)
-        (catalog.reports_dir / "latest-run.md").write_text(report, encoding="utf-8")
-        create_markdown_artifact(markdown=report, key="correlator-run-report", description=f"Correlator run {run_id}")
-        create_table_artifact(table=tier_distribution.to_dicts(), key="correlator-tier-distribution", description="Tier distribution")
-        return summary
-    except BaseException as exc:
-        failed = datetime.now(timezone.utc)
-        summary.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=failed.isoformat(), seconds=(failed - started).total_seconds())
-        publish.append_run_log(catalog, summary)
-        raise
-
-
-def settings_fingerprint(settings: Settings) -> str:
-    """What every link depends on besides the memories: scoring and the embedding model.
-    A change to either makes the next run full."""
-    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame] | None:
-    """The last snapshot's fingerprints and pre-cap links when it was made with the same
-    settings, or None (then the run is full)."""
-    published = [r for r in publish.run_log(catalog) if r.get("status") == "published"]
-    if not published or published[-1].get("settings_fingerprint") != fingerprint:
-        return None
-    state = {name: publish.read_snapshot_table(catalog, name) for name in ("fingerprints", "scored_links")}
-    return state if all(frame is not None for frame in state.values()) else None
+        with run.timed("score"):  # 4. + 5. candidates, score, classify, cap
+            linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring)
+        with run.timed("manual"):  # 6. manual links
+            relationships = with_manual_links(linked.capped, memories, run.catalog, run.run_id)
+        run.counted(extracted, memories, relationships, embed_stats, linked)
+        with run.timed("publish"):  # 7. publish atomically
+            published, tier_distribution = published_snapshot(run, extracted, memories, vectors, linked, relationships)
+        with run.timed("dashboard"):
+            dashboard = dashboard_task(run.catalog.root)
+        return run.finished(published.database, dashboard, relationships, memories, tier_distribution)

@@ -1,7 +1,7 @@
 """The read side: find_correlations, build_correlation_graph, discover_links, add_relationship,
 retrieve_with_expansion, report. Every function opens the published snapshot read-only.
 
-Names are imported on first use, so `import retrieval` costs nothing heavy."""
+Names are imported on first use, so `import crosstier.retrieval` costs nothing heavy."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from importlib import import_module
 from typing import Any
 
 _WHERE = {
-    "find_correlations": "retrieval.correlations",
-    "build_correlation_graph": "retrieval.correlations",
-    "discover_links": "retrieval.discover",
-    "add_relationship": "retrieval.manual",
-    "retrieve_with_expansion": "retrieval.retrieve",
-    "report": "retrieval.report",
-    "run_sql": "retrieval.adhoc",
-    "ReadSideError": "retrieval.errors",
-    "NoSnapshotError": "retrieval.errors",
-    "UnknownMemoryError": "retrieval.errors",
-    "InvalidArgumentError": "retrieval.errors",
-    "DiscoveryDisabledError": "retrieval.errors",
-    "EncoderUnavailableError": "retrieval.errors",
+    "find_correlations": "crosstier.retrieval.correlations",
+    "build_correlation_graph": "crosstier.retrieval.correlations",
+    "discover_links": "crosstier.retrieval.discover",
+    "add_relationship": "crosstier.retrieval.manual",
+    "retrieve_with_expansion": "crosstier.retrieval.retrieve",
+    "report": "crosstier.retrieval.report",
+    "run_sql": "crosstier.retrieval.adhoc",
+    "ReadSideError": "crosstier.retrieval.errors",
+    "NoSnapshotError": "crosstier.retrieval.errors",
+    "UnknownMemoryError": "crosstier.retrieval.errors",
+    "InvalidArgumentError": "crosstier.retrieval.errors",
+    "DiscoveryDisabledError": "crosstier.retrieval.errors",
+    "EncoderUnavailableError": "crosstier.retrieval.errors",
 }
 
 __all__ = sorted(_WHERE)

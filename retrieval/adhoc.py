@@ -13,9 +13,9 @@ from typing import Any
 
 import duckdb
 
-import sql
-from ctc.config import Settings
-from retrieval.snapshot import close_snapshot, open_snapshot
+from crosstier import sql
+from crosstier.core.config import Settings
+from crosstier.retrieval.snapshot import close_snapshot, open_snapshot
 
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
 # Read-only alone still lets a statement reach other files (COPY TO, ATTACH ... READ_WRITE,

@@ -7,10 +7,10 @@ import os
 import re
 from typing import Any
 
-from ctc.config import TIERS, Settings
-from retrieval.errors import InvalidArgumentError, UnknownMemoryError
-from retrieval.snapshot import Snapshot, memories_by_id, open_snapshot, visible
-from transforms.vocabulary import RELATIONSHIP_TYPES
+from crosstier.core.config import TIERS, Settings
+from crosstier.retrieval.errors import InvalidArgumentError, UnknownMemoryError
+from crosstier.retrieval.snapshot import Snapshot, memories_by_id, open_snapshot, visible
+from crosstier.core.vocabulary import RELATIONSHIP_TYPES
 
 REDACTED = "[hidden memory]"
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.:/#@-]*[\w]|[A-Za-z0-9]")

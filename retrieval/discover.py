@@ -1,5 +1,5 @@
 """discover_links: the links a new, not yet stored memory would get in the current snapshot,
-scored by the batch pipeline's own code (transforms.links.scored_links). Nothing is written."""
+scored by the batch pipeline's own code (crosstier.transforms.link.links.scored_links). Nothing is written."""
 
 from __future__ import annotations
 
@@ -8,24 +8,24 @@ import os
 from datetime import datetime
 from typing import Any
 
-from ctc.config import TIERS, Settings
-from retrieval.correlations import check_tiers
-from retrieval.errors import DiscoveryDisabledError, InvalidArgumentError
-from retrieval.snapshot import _LOCK, default_settings, embedding_model, open_snapshot, visible
-from retrieval.vectors import embed_texts, export_dir, snapshot_vectors
+from crosstier.core.config import TIERS, Settings
+from crosstier.retrieval.correlations import check_tiers
+from crosstier.retrieval.errors import DiscoveryDisabledError, InvalidArgumentError
+from crosstier.retrieval.snapshot import _LOCK, default_settings, embedding_model, open_snapshot, visible
+from crosstier.retrieval.vectors import embed_texts, export_dir, snapshot_vectors
 
 NEW_MEMORY_ID = "new-memory"
 _INVERSE = {"generalizes": "specializes", "specializes": "generalizes"}
 
 
 def _embedding_text(frame, new_id: str) -> list[str]:
-    """The text the batch pipeline would embed for the new memory (transforms.embedding_text:
+    """The text the batch pipeline would embed for the new memory (crosstier.transforms.embed.text:
     an episode with a session is embedded with its session neighbours), as a one-item list."""
     import polars as pl
 
     new = frame.filter(pl.col("id") == new_id)
     try:
-        from transforms.embedding_text import embedding_texts
+        from crosstier.transforms.embed.text import embedding_texts
     except ModuleNotFoundError:  # an older pipeline embedded the content alone
         return new.get_column("content").to_list()
     session, namespace = new.get_column("session_id")[0], new.get_column("namespace")[0]
@@ -57,9 +57,9 @@ def discover_links(
     import numpy as np
     import polars as pl
 
-    from transforms.links import scored_links
-    from transforms.schema import MEMORY_SCHEMA
-    from transforms.terms import with_terms
+    from crosstier.transforms.link.links import scored_links
+    from crosstier.transforms.schema import MEMORY_SCHEMA
+    from crosstier.transforms.link.terms import with_terms
 
     settings = settings or default_settings()
     if not settings.auto_discover:

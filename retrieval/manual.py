@@ -9,12 +9,12 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
-from ctc.catalog import Catalog
-from ctc.config import Settings
-from ctc.manual_log import append_record
-from retrieval.correlations import RELATIONSHIP_TYPES, require_memories
-from retrieval.errors import InvalidArgumentError
-from retrieval.snapshot import open_snapshot
+from crosstier.core.catalog import Catalog
+from crosstier.core.config import Settings
+from crosstier.core.manual_log import append_record
+from crosstier.retrieval.correlations import RELATIONSHIP_TYPES, require_memories
+from crosstier.retrieval.errors import InvalidArgumentError
+from crosstier.retrieval.snapshot import open_snapshot
 
 
 def add_relationship(

@@ -8,9 +8,9 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
-from ctc.config import TIERS, Settings
-from retrieval.correlations import build_correlation_graph, find_correlations
-from retrieval.snapshot import open_snapshot
+from crosstier.core.config import TIERS, Settings
+from crosstier.retrieval.correlations import build_correlation_graph, find_correlations
+from crosstier.retrieval.snapshot import open_snapshot
 
 STRONG_LINK_SCORE = 0.85  # a direct correlation at or above this is recommended as strong
 MAX_DIRECT = 10  # rows of the direct correlations table

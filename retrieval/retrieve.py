@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ctc.config import Settings
-from retrieval.correlations import check_count, check_tiers, visible_links
-from retrieval.errors import InvalidArgumentError
-from retrieval.snapshot import default_settings, embedding_model, memories_by_id, open_snapshot
-from retrieval.vectors import embed_texts, export_dir, snapshot_vectors
+from crosstier.core.config import Settings
+from crosstier.retrieval.correlations import check_count, check_tiers, visible_links
+from crosstier.retrieval.errors import InvalidArgumentError
+from crosstier.retrieval.snapshot import default_settings, embedding_model, memories_by_id, open_snapshot
+from crosstier.retrieval.vectors import embed_texts, export_dir, snapshot_vectors
 
 
 def recency(timestamps_us: np.ndarray, now: datetime, tau_days: float) -> np.ndarray:

@@ -14,10 +14,10 @@ from typing import Any
 
 import duckdb
 
-import sql
-from ctc.catalog import Catalog
-from ctc.config import ConfigError, Settings, load_settings, settings_from_dict
-from retrieval.errors import NoSnapshotError
+from crosstier import sql
+from crosstier.core.catalog import Catalog
+from crosstier.core.config import ConfigError, Settings, load_settings, settings_from_dict
+from crosstier.retrieval.errors import NoSnapshotError
 
 _LOCK = threading.Lock()
 _OPEN: dict[Path, "Snapshot"] = {}

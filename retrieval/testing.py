@@ -1,5 +1,5 @@
 """A tiny published snapshot for tests and examples: a handful of memories and links written
-by transforms.publish.publish_snapshot, so the read side meets exactly what a run writes.
+by crosstier.transforms.publish.snapshot.publish_snapshot, so the read side meets exactly what a run writes.
 
 Layout (namespace default unless noted; `sem-secret` is readable by bob only, `ep-alice`
 by alice only):
@@ -56,9 +56,9 @@ def tiny_tables(memories=MEMORIES, links=LINKS, run_id: str = "r1", model: str =
     """(tables, parquet_only) frames of the tiny snapshot."""
     import polars as pl
 
-    from transforms.run_report import runs_table
-    from transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, RELATIONSHIP_SCHEMA
-    from transforms.terms import with_terms
+    from crosstier.transforms.publish.run_report import runs_table
+    from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, RELATIONSHIP_SCHEMA
+    from crosstier.transforms.link.terms import with_terms
 
     tier = {m[0]: m[1] for m in memories}
     frame = pl.DataFrame(
@@ -101,8 +101,8 @@ def tiny_tables(memories=MEMORIES, links=LINKS, run_id: str = "r1", model: str =
 
 def publish_tiny(root: Path, run_id: str = "r1", **kw) -> Path:
     """Publish the tiny snapshot into root; returns root (the warehouse folder)."""
-    from ctc.catalog import Catalog
-    from transforms.publish import publish_snapshot
+    from crosstier.core.catalog import Catalog
+    from crosstier.transforms.publish.snapshot import publish_snapshot
 
     tables, parquet_only = tiny_tables(run_id=run_id, **kw)
     publish_snapshot(tables, Catalog(Path(root)), run_id, parquet_only=parquet_only)

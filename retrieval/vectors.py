@@ -1,6 +1,6 @@
 """The snapshot's vectors and the query encoder, loaded once per process and snapshot.
 
-numpy and pyarrow are imported here, torch only inside `encoder` (through transforms.embed)."""
+numpy and pyarrow are imported here, torch only inside `encoder` (through crosstier.transforms.embed.vectors)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from ctc.config import Settings
-from retrieval.errors import EncoderUnavailableError, NoSnapshotError
-from retrieval.snapshot import _LOCK as _DB_LOCK
-from retrieval.snapshot import Snapshot, visible
+from crosstier.core.config import Settings
+from crosstier.retrieval.errors import EncoderUnavailableError, NoSnapshotError
+from crosstier.retrieval.snapshot import _LOCK as _DB_LOCK
+from crosstier.retrieval.snapshot import Snapshot, visible
 
 _LOCK = threading.Lock()
 _VECTORS: dict[tuple, "SnapshotVectors"] = {}
@@ -117,7 +117,7 @@ def read_side_backend(settings: Settings) -> tuple[str, str]:
 
 
 def encoder(model: str, settings: Settings, cache_dir: Path | None = None):
-    """The sentence encoder for `model` (transforms.embed.load_encoder), loaded once per process.
+    """The sentence encoder for `model` (crosstier.transforms.embed.vectors.load_encoder), loaded once per process.
     cache_dir: where an ONNX export is kept (the warehouse's cache when a run made one there)."""
     device, backend = read_side_backend(settings)
     key = (model, device, backend)
@@ -125,7 +125,7 @@ def encoder(model: str, settings: Settings, cache_dir: Path | None = None):
         if key in _ENCODERS:
             return _ENCODERS[key]
     try:
-        from transforms import embed
+        from crosstier.transforms.embed import vectors as embed
     except ModuleNotFoundError as exc:  # the embed stage not installed here
         raise EncoderUnavailableError(f"cannot embed text: {exc}") from None
     try:

@@ -2,7 +2,7 @@
 --          its relationship type, direction and reason (DESIGN.md, Relationship types)
 -- grain: one row per linked pair, stored as a directed edge source_id -> target_id
 --        (contradicts: once, source_id < target_id)
--- inputs: pair_scores (sql/pair_scores.sql), link_memories (memories with transforms/link_features.py columns)
+-- inputs: pair_scores (sql/pair_scores.sql), link_memories (memories with transforms/link/features.py columns)
 with
 
 pair_scores as (

@@ -31,7 +31,7 @@ def shared_embedding_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def sample_snapshot(tmp_path_factory, shared_embedding_cache) -> Path:
     """The warehouse folder of one full flow run over the bundled sample stores."""
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     out = tmp_path_factory.mktemp("sample-warehouse")
     os.environ["EMBED_CACHE_DIR"] = str(shared_embedding_cache)

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import polars as pl
 
-from transforms.schema import MEMORY_SCHEMA
-from transforms.terms import with_terms
+from crosstier.transforms.schema import MEMORY_SCHEMA
+from crosstier.transforms.link.terms import with_terms
 
 T0 = datetime(2026, 4, 3, 10, tzinfo=timezone.utc)
 

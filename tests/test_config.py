@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctc.config import ConfigError, load_settings, settings_from_dict
+from crosstier.core.config import ConfigError, load_settings, settings_from_dict
 
 STORE = {"name": "episodes", "kind": "jsonl", "path": "episodes.jsonl", "tier": "episodic"}
 

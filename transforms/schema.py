@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.vocabulary import RELATIONSHIP_TYPES, TIERS  # noqa: F401 (re-exported)
+from crosstier.core.vocabulary import RELATIONSHIP_TYPES, TIERS  # noqa: F401 (re-exported)
 
 # One row per accepted memory. `metadata` is a JSON object serialised as text so the
 # frame has one fixed schema whatever the stores carry; `embedding` holds a provided

@@ -14,7 +14,7 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
     snapshot: the expected row counts, and every link of a single run."""
     import duckdb
 
-    from retrieval.correlations import find_correlations
+    from crosstier.retrieval.correlations import find_correlations
 
     expected = json.loads(expect)
     queries, errors = 0, []
@@ -45,7 +45,7 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
 def writer(root: str, name: str, count: str, pairs_file: str | None = None) -> None:
     """Append `count` manual links through add_relationship, over the (source, target) pairs
     of pairs_file (a JSON list) in turn, or a few pairs of the tiny snapshot."""
-    from retrieval.manual import add_relationship
+    from crosstier.retrieval.manual import add_relationship
 
     pairs = json.loads(Path(pairs_file).read_text()) if pairs_file else [("ep1", "sem2"), ("sem3", "proc1"), ("orphan1", "ep2"), ("proc1", "sem3")]
     for n in range(int(count)):

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from ctc.catalog import Catalog
+from crosstier.core.catalog import Catalog
 
 COMPARED = ["source_id", "target_id", "relationship_type", "score", "semantic", "co_occurrence", "temporal", "cross_reference", "reason", "origin", "namespace"]
 PRINCIPALS = ("alice", "bob", "carol", "dave")

@@ -15,7 +15,7 @@ from datetime import datetime
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from transforms.schema import TIERS
+from crosstier.transforms.schema import TIERS
 
 LIMIT = 4096  # max_content_bytes in the suite: small, so "huge" content stays cheap to generate
 EXAMPLES = int(os.environ.get("CTC_RELIABILITY_EXAMPLES", "40"))

@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from psycopg import sql
 
-from ctc.config import StoreConfig
+from crosstier.core.config import StoreConfig
 from reliability.hostile import (
     BAD_TIMESTAMPS,
     BOUNDED,
@@ -36,7 +36,7 @@ from reliability.hostile import (
     contents,
 )
 from reliability.pgserver import fresh_database, server_dsn, table_fingerprint
-from transforms.extract import ExtractError, combined_extracts, extract_store
+from crosstier.transforms.stores.extract import ExtractError, combined_extracts, extract_store
 
 INVALID_UTF8 = [b"caf\xe9", b"\xff\xfe", b"\xc3", b"ok\xed\xa0\x80surrogate", b"\xf4\x90\x80\x80"]
 

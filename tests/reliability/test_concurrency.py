@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from ctc.manual_log import read_records
+from crosstier.core.manual_log import read_records
 from reliability.flowkit import query, write_config
 from reliability.stats import count
-from retrieval.testing import LINKS, MEMORIES, publish_tiny
+from crosstier.retrieval.testing import LINKS, MEMORIES, publish_tiny
 
 TESTS = Path(__file__).resolve().parents[1]
 READERS, PUBLISHES, WRITERS, LINKS_PER_WRITER = 8, 3, 2, 1000
@@ -56,7 +56,7 @@ def test_concurrent_manual_link_writers_lose_nothing(tmp_path, shared_embedding_
     """Two writer processes append 1,000 links each (2,000 distinct unordered pairs, since a run
     keeps the latest record per pair) to a flow-published snapshot; every one is in the log,
     and every one is a manual row of the relationships table after the next run."""
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
     records = [{"id": f"n{i:02d}", "tier": ("episodic", "semantic", "procedural")[i % 3], "content": f"Note {i} about subject {i * 7919 % 997}"}
@@ -92,7 +92,7 @@ def test_concurrent_manual_link_writers_lose_nothing(tmp_path, shared_embedding_
 
 def test_readers_never_fail_while_flow_runs_publish(tmp_path, shared_embedding_cache, monkeypatch):
     """The same readers while 3 real flow runs (extract .. publish) replace the snapshot."""
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
     records = [

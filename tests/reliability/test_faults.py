@@ -18,13 +18,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import transforms.publish as publish
-from ctc.catalog import Catalog
+import crosstier.transforms.publish.snapshot as publish
+from crosstier.core.catalog import Catalog
 from reliability.flowkit import generated_records, relationships, snapshot_state, write_config
 from reliability.stats import count
-from retrieval import find_correlations
-from retrieval.testing import publish_tiny
-from transforms.extract import ExtractError
+from crosstier.retrieval import find_correlations
+from crosstier.retrieval.testing import publish_tiny
+from crosstier.transforms.stores.extract import ExtractError
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("extract", "terms", "embed", "candidates", "score", "publish", "publish_swap")
@@ -53,7 +53,7 @@ def test_disk_full_on_publish_leaves_the_old_snapshot(tmp_path, monkeypatch, tar
 
 
 def _flow_importable() -> str | None:
-    done = subprocess.run([sys.executable, "-c", "import flows.correlate"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", "import crosstier.flows.correlate"], cwd=REPO, capture_output=True, text=True, timeout=120)
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
 
 
@@ -125,7 +125,7 @@ def test_a_run_killed_at_any_stage_leaves_the_last_snapshot(tiny_run, stage):
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory, shared_embedding_cache):
     """Generated stores (three namespaces, one store each) and one published full run of them."""
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     folder = tmp_path_factory.mktemp("faults-baseline")
     records = generated_records(seed=8)
@@ -174,7 +174,7 @@ DAMAGE = {"truncated": _truncate, "garbage": _garbage, "empty": _empty, "broken 
 
 
 def test_a_damaged_embedding_cache_is_detected_and_rebuilt(baseline, tmp_path, shared_embedding_cache, monkeypatch):
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -207,7 +207,7 @@ def _io_error(store) -> ExtractError:
 
 
 def test_a_store_that_fails_transiently_is_retried(baseline, tmp_path, monkeypatch, cached_embeddings):
-    import flows.correlate as flow
+    import crosstier.flows.correlate as flow
 
     real, calls = flow.extract_store, Counter()
 
@@ -235,7 +235,7 @@ def _previous_snapshot(baseline, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("down", ["missing path", "I/O error every time"])
 def test_a_store_that_stays_down_fails_the_run_and_keeps_the_snapshot(baseline, tmp_path, monkeypatch, cached_embeddings, down):
-    import flows.correlate as flow
+    import crosstier.flows.correlate as flow
 
     wh = _previous_snapshot(baseline, tmp_path)
     before = snapshot_state(wh)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from reliability.flowkit import PRINCIPALS, generated_records, hidden_from, query, sha256, snapshot_state, write_config
 from reliability.stats import count
-from retrieval import (
+from crosstier.retrieval import (
     UnknownMemoryError,
     build_correlation_graph,
     discover_links,
@@ -32,7 +32,7 @@ WORDS = ["pgvector", "deploy", "billing", "tabs", "vault", "backup", "Python", "
 @pytest.fixture(scope="module")
 def warehouses(tmp_path_factory, shared_embedding_cache):
     """Per seed: generated multi-namespace records with random ACLs and refs, and one flow run."""
-    from flows.correlate import correlate
+    from crosstier.flows.correlate import correlate
 
     built = {}
     os.environ["EMBED_CACHE_DIR"] = str(shared_embedding_cache)

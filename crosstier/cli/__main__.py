@@ -1,0 +1,7 @@
+"""`python -m crosstier.cli ...` is `ctc ...`."""
+
+import sys
+
+from crosstier.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,131 @@
+"""Bookkeeping of one flow run, kept out of the flow body: the run id, seconds per stage,
+the summary, the run log (failed runs too), the markdown report and the Prefect artifacts."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from crosstier.core.catalog import Catalog
+from crosstier.core.config import Settings
+from crosstier.transforms.publish import run_report
+from crosstier.transforms.publish import snapshot as publish
+from crosstier.transforms.schema import TIERS
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def settings_fingerprint(settings: Settings) -> str:
+    """What every link depends on besides the memories: scoring and the embedding model.
+    A change to either makes the next run full."""
+    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame] | None:
+    """The last snapshot's fingerprints and pre-cap links when it was made with the same
+    settings, or None (then the run is full)."""
+    published = [r for r in publish.run_log(catalog) if r.get("status") == "published"]
+    if not published or published[-1].get("settings_fingerprint") != fingerprint:
+        return None
+    state = {name: publish.read_snapshot_table(catalog, name) for name in ("fingerprints", "scored_links")}
+    return state if all(frame is not None for frame in state.values()) else None
+
+
+@dataclass
+class RunRecord:
+    """One run's identity, previous state and running summary."""
+
+    settings: Settings
+    catalog: Catalog
+    run_id: str
+    started: datetime
+    previous: dict[str, pl.DataFrame] | None
+    summary: dict[str, Any]
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, settings: Settings, full: bool) -> RunRecord:
+        """A new run on the settings' warehouse: leftovers of dead runs cleared, the last
+        snapshot's state loaded unless the run is full or the settings changed."""
+        catalog = Catalog(settings.output_dir)
+        catalog.root.mkdir(parents=True, exist_ok=True)
+        publish.cleanup_leftovers(catalog)
+        run_id, started = new_run_id(), datetime.now(timezone.utc)
+        fingerprint = settings_fingerprint(settings)
+        previous = None if full else previous_state(catalog, fingerprint)
+        summary = {"run_id": run_id, "mode": "incremental" if previous else "full", "status": "running", "started_at": started.isoformat(), "settings_fingerprint": fingerprint}
+        return cls(settings, catalog, run_id, started, previous, summary)
+
+    @property
+    def cache_dir(self) -> Path:
+        return Path(self.settings.embedding.cache_dir) if self.settings.embedding.cache_dir else self.catalog.cache_dir
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stage_seconds[name] = self.stage_seconds.get(name, 0.0) + time.perf_counter() - start
+
+    @contextmanager
+    def recorded(self) -> Iterator[None]:
+        """A run that raises is appended to the run log as failed, then the error goes on."""
+        try:
+            yield
+        except BaseException as exc:
+            failed = datetime.now(timezone.utc)
+            self.summary.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=failed.isoformat(), seconds=(failed - self.started).total_seconds())
+            publish.append_run_log(self.catalog, self.summary)
+            raise
+
+    def counted(self, extracted: Any, memories: pl.DataFrame, relationships: pl.DataFrame, embed_stats: dict, linked: Any) -> None:
+        """The run's counts, in the summary the run log, report and runs table show."""
+        self.summary.update(
+            status="published",
+            records_read=extracted.records_read,
+            memories=memories.height,
+            rejects=extracted.rejects.height,
+            relationships=relationships.height,
+            embedded=embed_stats["embedded"],
+            cached=embed_stats["cached"],
+            pairs_scored=linked.pairs_scored,
+            changed=linked.changed,
+            deleted=linked.deleted,
+            embedding_model=self.settings.embedding.model,
+            memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
+            links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
+        )
+
+    def runs_table(self) -> pl.DataFrame:
+        """Every run so far plus this one, as the snapshot's `runs` table."""
+        finished = datetime.now(timezone.utc)
+        self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds))
+        return run_report.runs_table([*publish.run_log(self.catalog), self.summary])
+
+    def finished(self, database: Path, dashboard: str | None, relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
+        """The summary, once the snapshot is out: report file and Prefect artifacts written."""
+        self.summary["stage_seconds"] = dict(self.stage_seconds)
+        self.summary["outputs"] = {"database": str(database), "parquet": str(self.catalog.parquet_dir), "dashboard": dashboard}
+        report = run_report.run_report_markdown(self.summary, relationships, memories, tier_distribution, dashboard_path=dashboard)
+        self.catalog.reports_dir.mkdir(parents=True, exist_ok=True)
+        (self.catalog.reports_dir / "latest-run.md").write_text(report, encoding="utf-8")
+        create_markdown_artifact(markdown=report, key="correlator-run-report", description=f"Correlator run {self.run_id}")
+        create_table_artifact(table=tier_distribution.to_dicts(), key="correlator-tier-distribution", description="Tier distribution")
+        return self.summary

@@ -1,0 +1,45 @@
+"""Incremental state: fingerprints, changed/deleted ids, links kept between untouched ends."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import polars as pl
+
+from crosstier.transforms.link.incremental import changed_memory_ids, kept_links, memory_fingerprints
+from crosstier.transforms.schema import MEMORY_SCHEMA, RELATIONSHIP_SCHEMA
+
+
+def memories(rows: list[dict]) -> pl.DataFrame:
+    base = {"tier": "episodic", "namespace": "default", "entities": [], "refs": [], "timestamp": datetime(2026, 11, 2, tzinfo=timezone.utc)}
+    return pl.DataFrame([{**base, **r} for r in rows], schema=MEMORY_SCHEMA)
+
+
+def texts(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select("id", pl.col("content_hash").alias("text_hash"))
+
+
+def test_fingerprint_changes_with_what_links_depend_on_only():
+    before = memories([{"id": "a", "content_hash": "h1"}, {"id": "b", "content_hash": "h2"}, {"id": "c", "content_hash": "h3"}])
+    after = memories(
+        [
+            {"id": "a", "content_hash": "h1", "readers": ["alice"], "metadata": '{"x": 1}'},  # no effect on links
+            {"id": "b", "content_hash": "h2", "refs": ["a"]},  # edited refs
+            {"id": "d", "content_hash": "h4"},  # new
+        ]
+    )
+    changed, deleted = changed_memory_ids(memory_fingerprints(after, texts(after)), memory_fingerprints(before, texts(before)))
+    assert changed == {"b", "d"}
+    assert deleted == {"c"}
+
+
+def test_fingerprints_are_deterministic():
+    frame = memories([{"id": "a", "content_hash": "h1"}])
+    assert memory_fingerprints(frame, texts(frame)).equals(memory_fingerprints(frame, texts(frame)))
+
+
+def test_kept_links_drop_any_touched_end():
+    links = pl.DataFrame(
+        [{"source_id": s, "target_id": t} for s, t in [("a", "b"), ("b", "c"), ("c", "d")]], schema=RELATIONSHIP_SCHEMA
+    )
+    assert kept_links(links, {"b"}).select("source_id", "target_id").rows() == [("c", "d")]

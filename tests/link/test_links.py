@@ -1,0 +1,337 @@
+"""Link discovery: every relationship type and reason, direction, pruning, the cap, determinism, summaries, audits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from crosstier.core.config import ScoringConfig
+from links_helpers import at, memories, same, vectors
+from crosstier.transforms.link.links import (
+    audit_failures,
+    brute_force_links,
+    capped_links,
+    scored_links,
+    tier_distribution,
+    tier_links,
+)
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+
+DEFAULT = ScoringConfig()
+
+
+def only_link(frame: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig = DEFAULT) -> dict:
+    links = scored_links(frame, embeddings, scoring)
+    assert links.height == 1, links
+    return links.row(0, named=True)
+
+
+# Each case: two memories (a, b) with cosine 1 between them; expected type, source and reason.
+TYPE_CASES = [
+    pytest.param(
+        {"tier": "semantic", "content": "User prefers tabs"},
+        {"tier": "semantic", "content": "User no longer prefers tabs"},
+        "contradicts", "a", "Contradiction: negation (no longer)", id="contradicts-negation",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Deploys run on Fridays"},
+        {"tier": "semantic", "content": "Deploys never run on Fridays"},
+        "contradicts", "a", "Contradiction: negation (never)", id="contradicts-never",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "The API uses Python 3.11"},
+        {"tier": "semantic", "content": "The API uses Python 3.12"},
+        "contradicts", "a", "Contradiction: 3.11 vs 3.12", id="contradicts-value",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Notifications enabled for the billing dashboard"},
+        {"tier": "semantic", "content": "Notifications disabled for the billing dashboard"},
+        "contradicts", "a", "Contradiction: opposite enable", id="contradicts-antonym",
+    ),
+    pytest.param(
+        {"tier": "episodic", "content": "The staging migration failed on pgvector", "timestamp": at(0), "session_id": "s1"},
+        {"tier": "episodic", "content": "We rolled back staging because the migration failed", "timestamp": at(1), "session_id": "s2"},
+        "causal", "a", "Causal cue: because", id="causal-because",
+    ),
+    pytest.param(
+        {"tier": "episodic", "content": "The pgbouncer pool change led to errors", "timestamp": at(5), "session_id": "s1"},
+        {"tier": "episodic", "content": "The pgbouncer pool change shipped", "timestamp": at(0), "session_id": "s2"},
+        "causal", "b", "Causal cue: led to", id="causal-led-to-later-first-row",
+    ),
+    pytest.param(
+        {"tier": "episodic", "content": "Set up pgvector on staging", "timestamp": at(0), "session_id": "s1"},
+        {"tier": "episodic", "content": "pgvector on staging is ready", "timestamp": at(0.1), "session_id": "s1"},
+        "temporal_sequence", "a", "Sequential session", id="sequence-session",
+    ),
+    pytest.param(
+        {"tier": "episodic", "content": "pgvector staging index built", "timestamp": at(3), "session_id": "s2"},
+        {"tier": "episodic", "content": "pgvector staging index planned", "timestamp": at(0), "session_id": "s1"},
+        "temporal_sequence", "b", "Close in time", id="sequence-close-in-time",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres on staging", "timestamp": at(5)},
+        {"tier": "episodic", "content": "Installed Postgres on staging for search", "timestamp": at(0)},
+        "derives_from", "a", "Entity match: Postgres", id="derives-from-earlier-episode",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres on staging", "refs": ["b"]},
+        {"tier": "episodic", "content": "Installed Postgres on staging for search"},
+        "derives_from", "a", "Explicit reference", id="derives-from-reference",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres on staging"},
+        {"tier": "episodic", "content": "Checked Postgres on staging, as fact a says", "refs": ["a"]},
+        "supports", "b", "Explicit reference", id="supports-episode-cites-fact",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres on staging", "timestamp": at(0)},
+        {"tier": "episodic", "content": "Queried Postgres on staging for search", "timestamp": at(5)},
+        "supports", "b", "Entity match: Postgres", id="supports-later-episode",
+    ),
+    pytest.param(
+        {"tier": "procedural", "content": "How to install Postgres on staging for search"},
+        {"tier": "semantic", "content": "Search uses Postgres on staging"},
+        "generalizes", "a", "Entity match: Postgres", id="generalizes",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres on staging"},
+        {"tier": "semantic", "content": "Postgres on staging serves search"},
+        "references", "a", "Entity match: Postgres", id="references-default",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Billing rounds half up", "refs": []},
+        {"tier": "semantic", "content": "As a says, invoices are final"},
+        "references", "b", "Explicit reference", id="references-explicit-mention",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "alpha beta gamma delta"},
+        {"tier": "semantic", "content": "alpha beta gamma epsilon"},
+        "references", "a", "Content similarity", id="references-content-similarity",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "rtype", "source", "reason"), TYPE_CASES)
+def test_relationship_type_direction_and_reason(a, b, rtype, source, reason):
+    frame = memories({"id": "a", **a}, {"id": "b", **b})
+    link = only_link(frame, same(2))
+    assert (link["relationship_type"], link["source_id"], link["reason"]) == (rtype, source, reason)
+    assert link["target_id"] == ("b" if source == "a" else "a")
+    assert link["origin"] == "discovered"
+
+
+def test_contradiction_needs_high_semantic_similarity():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "User prefers tabs"},
+        {"id": "b", "tier": "semantic", "content": "User no longer prefers tabs"},
+    )
+    scoring = replace(DEFAULT, min_correlation_score=0.0)
+    assert only_link(frame, vectors(0.5), scoring)["relationship_type"] != "contradicts"
+
+
+def test_a_fact_and_its_source_that_both_negate_do_not_contradict():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "Never deploy billing on Fridays"},
+        {"id": "b", "tier": "semantic", "content": "We never deploy billing on Fridays"},
+    )
+    assert only_link(frame, same(2))["relationship_type"] == "references"
+
+
+def test_links_below_threshold_are_dropped_but_explicit_references_kept():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "alpha"},
+        {"id": "b", "tier": "semantic", "content": "beta"},
+        {"id": "c", "tier": "semantic", "content": "gamma", "refs": ["a"]},
+    )
+    links = scored_links(frame, vectors(0.2, 0.0), DEFAULT)
+    assert links.select("source_id", "target_id", "relationship_type", "reason").rows() == [
+        ("c", "a", "references", "Explicit reference")
+    ]
+    assert links["score"][0] < DEFAULT.min_correlation_score
+
+
+def test_links_and_references_never_cross_namespaces():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "pgvector staging search", "namespace": "default"},
+        {"id": "b", "tier": "semantic", "content": "pgvector staging search", "namespace": "ops", "refs": ["a"]},
+    )
+    assert scored_links(frame, same(2), DEFAULT).height == 0
+
+
+def test_unknown_refs_and_self_refs_are_ignored():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "alpha, see a", "refs": ["a", "zzz"]},
+        {"id": "b", "tier": "semantic", "content": "beta"},
+    )
+    assert scored_links(frame, vectors(0.0), DEFAULT).height == 0
+
+
+def test_output_has_the_relationship_schema_and_stored_components():
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "pgvector staging", "timestamp": at(0)},
+        {"id": "b", "tier": "semantic", "content": "pgvector staging", "timestamp": at(days=7)},
+    )
+    links = scored_links(frame, same(2), DEFAULT)
+    assert links.schema == RELATIONSHIP_SCHEMA
+    row = links.row(0, named=True)
+    assert (row["semantic"], row["co_occurrence"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert row["temporal"] == pytest.approx(np.exp(-1))
+    assert row["score"] == pytest.approx(0.40 + 0.25 + 0.15 * np.exp(-1))
+
+
+def test_same_input_in_any_row_order_gives_the_same_rows():
+    rows = [
+        {"id": f"m{i}", "tier": "episodic", "content": f"pgvector staging step {i % 3}", "timestamp": at(i), "session_id": "s"}
+        for i in range(8)
+    ]
+    frame = memories(*rows)
+    emb = np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32) + 3
+    first = scored_links(frame, emb, DEFAULT)
+    order = np.random.default_rng(1).permutation(8)
+    shuffled = scored_links(frame[order.tolist()], emb[order], DEFAULT)
+    assert first.height > 0
+    assert first.equals(shuffled)
+    assert first.equals(scored_links(frame, emb, DEFAULT))
+
+
+def test_focus_keeps_only_pairs_touching_the_focus():
+    frame = memories(*[{"id": f"m{i}", "tier": "semantic", "content": "pgvector staging search"} for i in range(4)])
+    full = scored_links(frame, same(4), DEFAULT)
+    focused = scored_links(frame, same(4), DEFAULT, focus_ids=["m2"])
+    expected = full.filter((pl.col("source_id") == "m2") | (pl.col("target_id") == "m2"))
+    assert focused.height == 3
+    assert focused.equals(expected)
+
+
+def test_brute_force_agrees_on_a_small_frame():
+    frame = memories(*TYPE_CASES[0].values[:2])  # unused ids would clash; build explicitly below
+    frame = memories(
+        {"id": "a", "tier": "semantic", "content": "pgvector staging"},
+        {"id": "b", "tier": "episodic", "content": "pgvector staging", "timestamp": at()},
+        {"id": "c", "tier": "procedural", "content": "How to staging pgvector"},
+    )
+    assert scored_links(frame, same(3), DEFAULT).equals(brute_force_links(frame, same(3), DEFAULT))
+
+
+@pytest.mark.parametrize(
+    ("error", "frame", "embeddings"),
+    [
+        ("terms", memories({"id": "a", "tier": "semantic", "content": "x"}).drop("terms"), same(1)),
+        ("rows", memories({"id": "a", "tier": "semantic", "content": "x"}), same(2)),
+        ("unique", memories({"id": "a", "tier": "semantic", "content": "x"}, {"id": "a", "tier": "semantic", "content": "y"}), same(2)),
+    ],
+)
+def test_bad_input_is_refused(error, frame, embeddings):
+    with pytest.raises(ValueError, match=error):
+        scored_links(frame, embeddings, DEFAULT)
+
+
+def link(source: str, target: str, score: float, *, xref: float = 0.0, origin: str = "discovered", rtype: str = "references") -> dict:
+    return {
+        "source_id": source, "source_tier": "semantic", "target_id": target, "target_tier": "semantic",
+        "relationship_type": rtype, "score": score, "semantic": score, "co_occurrence": 0.0, "temporal": None,
+        "cross_reference": xref, "reason": "r", "origin": origin, "namespace": "default", "run_id": None, "metadata": None,
+    }
+
+
+def links_frame(*rows: dict) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema=RELATIONSHIP_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("rows", "k", "kept"),
+    [
+        # hub h with four links: it keeps its two strongest
+        ([link("h", "a", 0.9), link("h", "b", 0.8), link("c", "h", 0.7), link("h", "d", 0.6)], 2, {("h", "a"), ("h", "b")}),
+        # ties broken by the other end's id
+        ([link("h", "b", 0.8), link("h", "a", 0.8), link("h", "c", 0.8)], 2, {("h", "a"), ("h", "b")}),
+        # a link must be within the cap at both ends: b's best is b-c
+        ([link("a", "b", 0.7), link("b", "c", 0.9)], 1, {("b", "c")}),
+        # explicit references and manual links are kept and not counted
+        ([link("h", "a", 0.9), link("h", "b", 0.1, xref=1.0), link("h", "c", 0.2, origin="manual")], 1,
+         {("h", "a"), ("h", "b"), ("h", "c")}),
+        ([], 3, set()),
+    ],
+)
+def test_cap_keeps_the_strongest_at_both_ends(rows, k, kept):
+    out = capped_links(links_frame(*rows), k)
+    assert set(zip(out["source_id"], out["target_id"])) == kept
+    assert out.schema == RELATIONSHIP_SCHEMA
+
+
+def test_cap_is_deterministic_under_row_order():
+    rows = [link(f"m{i % 5}", f"m{5 + i % 7}", round(0.5 + (i % 4) / 10, 2)) for i in range(30)]
+    unique = {(r["source_id"], r["target_id"]): r for r in rows}.values()
+    frame = links_frame(*unique)
+    assert capped_links(frame, 2).equals(capped_links(frame.reverse(), 2))
+
+
+def test_tier_distribution_counts_memories_orphans_links():
+    mems = memories(
+        {"id": "e1", "tier": "episodic", "content": "x"},
+        {"id": "e2", "tier": "episodic", "content": "x"},
+        {"id": "s1", "tier": "semantic", "content": "x"},
+    )
+    rels = links_frame(
+        {**link("s1", "e1", 0.8), "target_tier": "episodic"},
+        {**link("e1", "e2", 0.6), "source_tier": "episodic", "target_tier": "episodic"},
+    )
+    out = tier_distribution(mems, rels)
+    assert out.rows() == [
+        ("episodic", 2, 2, 0, 2, pytest.approx(0.7)),
+        ("semantic", 1, 1, 0, 1, pytest.approx(0.8)),
+        ("procedural", 0, 0, 0, 0, None),
+    ]
+
+
+def test_tier_links_counts_per_tier_pair_and_type():
+    rels = links_frame(
+        {**link("s1", "e1", 0.8), "target_tier": "episodic", "relationship_type": "derives_from"},
+        {**link("s2", "e2", 0.6), "target_tier": "episodic", "relationship_type": "derives_from"},
+        link("s1", "s2", 0.9),
+    )
+    out = tier_links(rels)
+    assert out.columns == ["source_tier", "target_tier", "relationship_type", "links", "avg_score"]
+    assert out.rows() == [
+        ("semantic", "episodic", "derives_from", 2, pytest.approx(0.7)),
+        ("semantic", "semantic", "references", 1, pytest.approx(0.9)),
+    ]
+
+
+AUDIT_MEMORIES = memories(
+    {"id": "a", "tier": "semantic", "content": "x"},
+    {"id": "b", "tier": "semantic", "content": "x"},
+    {"id": "c", "tier": "semantic", "content": "x"},
+    {"id": "d", "tier": "semantic", "content": "x"},
+    {"id": "z", "tier": "semantic", "content": "x", "namespace": "ops"},
+)
+
+
+@pytest.mark.parametrize(
+    ("rows", "failing"),
+    [
+        ([link("a", "b", 0.9)], {}),
+        ([link("a", "a", 0.9)], {"self_links": 1}),
+        ([link("a", "b", 0.9), link("b", "a", 0.8, rtype="supports")], {"duplicate_pairs": 1}),
+        ([link("a", "b", 0.9), link("a", "c", 0.8), link("d", "a", 0.7)], {"over_cap": 1}),
+        ([link("a", "b", 0.9), link("a", "c", 0.8), link("d", "a", 0.7, xref=1.0)], {}),
+        ([link("a", "z", 0.9)], {"cross_namespace": 1}),
+    ],
+)
+def test_audits_find_each_kind_of_bad_row(rows, failing):
+    expected = {"self_links": 0, "duplicate_pairs": 0, "over_cap": 0, "cross_namespace": 0, **failing}
+    frames = {"relationships": links_frame(*rows), "memories": AUDIT_MEMORIES}
+    assert audit_failures(frames, max_links_per_memory=2) == expected
+
+
+def test_audits_run_on_a_duckdb_connection():
+    con = duckdb.connect()
+    rels = links_frame(link("a", "a", 0.9)).to_arrow()
+    mems = AUDIT_MEMORIES.select("id", "namespace").to_arrow()
+    con.execute("create table relationships as select * from rels")
+    con.execute("create table memories as select * from mems")
+    assert audit_failures(con)["self_links"] == 1

@@ -1,0 +1,158 @@
+"""Contradiction precision: value sets per subject, negation scope, temporal "since" (one pair at a time)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crosstier.core.config import ScoringConfig
+from links_helpers import at, memories, same
+from crosstier.transforms.link.features import causal_cue, negated_terms, value_terms
+from crosstier.transforms.link.links import scored_links
+
+DEFAULT = ScoringConfig()
+
+
+def pair_link(a: dict, b: dict) -> dict:
+    """The one link between two memories with cosine 1 (the semantic gate of contradicts always passes)."""
+    links = scored_links(memories({"id": "a", **a}, {"id": "b", **b}), same(2), DEFAULT)
+    assert links.height == 1, links
+    return links.row(0, named=True)
+
+
+def fact(content: str, **extra) -> dict:
+    return {"tier": "semantic", "content": content, **extra}
+
+
+# Pairs that say the same thing (or do not disagree) although one side gives more numbers, a version
+# with more precision, or words its negation differently.
+NOT_CONTRADICTIONS = [
+    pytest.param(
+        fact("Python 3.11 and Python 3.12 pass CI on Node 20"),
+        fact("Python 3.11 passes CI on Node 18 and Node 20"),
+        id="each-side-lists-a-value-the-other-does-not",
+    ),
+    pytest.param(
+        fact("Recall@10 against exact search: 0.962 with ef_search = 40 and 0.991 with 100. p95 is 9 ms vs 21 ms."),
+        fact("HNSW vs exact search: recall@10 0.962 at ef_search = 40, 0.991 at 100; p95 latency 9 ms vs 21 ms."),
+        id="same-figures-logged-twice",
+    ),
+    pytest.param(
+        fact("The reporting store runs Postgres 15.6 with pgbouncer 1.21"),
+        fact("The reporting store runs Postgres 15 with pgbouncer 1.21"),
+        id="version-given-with-more-precision",
+    ),
+    pytest.param(
+        fact("The deploy tool is pinned to v2.9"),
+        fact("The deploy tool is pinned to 2.9.1"),
+        id="version-with-v-prefix-and-patch",
+    ),
+    pytest.param(
+        fact("Alerts are grouped by service rather than by host"),
+        fact("Alerts are grouped by service, not by host"),
+        id="rather-than-vs-not",
+    ),
+    pytest.param(
+        fact("Invoices are exported as CSV instead of PDF files"),
+        fact("Invoices are exported as CSV, never as PDF files"),
+        id="instead-of-vs-never",
+    ),
+    pytest.param(
+        fact("The CI role had no write access to the registry; we granted it to that role only."),
+        fact("The CI role lacked write access to the registry, so we granted it to that role only."),
+        id="had-no-vs-lacked",
+    ),
+    pytest.param(
+        {"tier": "procedural", "content": "Cluster upgrade: check the node logs first, no restarts during business hours"},
+        {"tier": "procedural", "content": "Cluster upgrade: 1. Check the node logs. 2. No restarts during business "
+                                          "hours without a health check"},
+        id="twin-negates-a-word-the-other-uses-in-another-sense",
+    ),
+    pytest.param(
+        fact("Deploys run on Mondays from the release branch"),
+        fact("Deploys run on Mondays from the release branch, never during holidays"),
+        id="negation-of-something-the-other-does-not-state",
+    ),
+    pytest.param(
+        fact("Staging deploys are not allowed during the freeze window"),
+        fact("No staging deploys during the freeze window"),
+        id="both-negate",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), NOT_CONTRADICTIONS)
+def test_not_a_contradiction(a, b):
+    link = pair_link(a, b)
+    assert link["relationship_type"] != "contradicts", link["reason"]
+
+
+CONTRADICTIONS = [
+    pytest.param(fact("User prefers tabs"), fact("User no longer prefers tabs"), "negation (no longer)", id="no-longer"),
+    pytest.param(fact("Deploys run on Fridays"), fact("Deploys never run on Fridays"), "negation (never)", id="never"),
+    pytest.param(fact("The API uses Python 3.11"), fact("The API uses Python 3.12"), "3.11 vs 3.12", id="version"),
+    pytest.param(
+        fact("The reporting store runs Postgres 15.6"), fact("The reporting store runs Postgres 16"), "15.6 vs 16",
+        id="version-not-a-refinement",
+    ),
+    pytest.param(
+        fact("Python 3.11 and Python 3.12 pass CI"), fact("Python 3.10 passes CI"), "3.11, 3.12 vs 3.10",
+        id="disjoint-value-sets",
+    ),
+    pytest.param(
+        fact("The CI role has write access to the registry"), fact("The CI role lacks write access to the registry"),
+        "negation (lacks)", id="lexical-negation",
+    ),
+    pytest.param(
+        fact("Alerts are grouped by host"), fact("Alerts are grouped by service rather than by host"),
+        "negation (rather than)", id="rather-than",
+    ),
+    pytest.param(
+        fact("Maya drinks coffee every morning"), fact("Maya doesn't drink coffee anymore"), "negation (n't)",
+        id="contraction-with-filler",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), CONTRADICTIONS)
+def test_contradiction(a, b, reason):
+    link = pair_link(a, b)
+    assert (link["relationship_type"], link["reason"]) == ("contradicts", f"Contradiction: {reason}")
+    assert (link["source_id"], link["target_id"]) == ("a", "b")
+
+
+def test_negation_evidence_is_phrases_and_the_terms_stated_outside_negation():
+    cue, phrases, stated, scope = negated_terms("Maya no longer prefers tabs for indentation; she uses spaces.")
+    assert cue == "no longer"
+    assert phrases == ["prefer tab"]
+    assert "tab" not in stated and "indent" not in stated and "spac" in stated
+    assert scope == ["indent", "prefer", "tab"]
+
+
+def test_values_keep_every_value_of_a_subject():
+    assert value_terms("CI tests Python 3.11 and 3.12, deploy tool v2.9") == ["python=3.11", "python=3.12", "tool=2.9"]
+
+
+@pytest.mark.parametrize(
+    ("text", "cue"),
+    [
+        ("The dashboard runs React 19 since PR #482 (2026-11-11).", None),
+        ("p99 has been high since 09:10", None),
+        ("Nothing changed since March", None),
+        ("We have pinned it since v3.12.1", None),
+        ("The build has been red since last week", None),
+        ("It has been flaky ever since", None),
+        ("We rolled back since the migration failed on staging", "since"),
+        ("We rolled back because the migration failed", "because"),
+        ("It was red since yesterday because the cache expired", "because"),
+    ],
+)
+def test_temporal_since_is_not_a_causal_cue(text, cue):
+    assert causal_cue(text)[0] == cue
+
+
+def test_since_a_pr_does_not_make_a_causal_link():
+    link = pair_link(
+        {"tier": "episodic", "content": "Merged #482: the dashboard is on React 19 now", "timestamp": at(0)},
+        {"tier": "episodic", "content": "The dashboard runs React 19 since PR #482", "timestamp": at(2)},
+    )
+    assert link["relationship_type"] != "causal"

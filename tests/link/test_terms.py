@@ -1,0 +1,94 @@
+"""Terms: identifiers, names and stemmed key terms of one memory, deterministic and memory-local."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from crosstier.transforms.schema import MEMORY_SCHEMA
+from crosstier.transforms.link.terms import memory_terms, stem, with_terms
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("deploy", "deploy"),
+        ("deploys", "deploy"),
+        ("deployed", "deploy"),
+        ("deployment", "deploy"),
+        ("deploying", "deploy"),
+        ("preferred", "prefer"),
+        ("preference", "prefer"),
+        ("running", "run"),
+        ("release", "releas"),
+        ("released", "releas"),
+        ("configuration", "configur"),
+        ("configured", "configur"),
+        ("class", "class"),
+    ],
+)
+def test_stem_makes_word_forms_meet(word, expected):
+    assert stem(word) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "present"),
+    [
+        ("We use TypeScript and PostgreSQL", {"typescript", "postgresql"}),
+        ("Load all-MiniLM-L6-v2 into pgvector", {"all-minilm-l6-v2", "pgvector"}),
+        ("The API uses Python 3.11", {"api", "python", "3.11"}),
+        ("Bump to v2.9.0 today", {"v2.9.0"}),
+        ("Edit src/billing/rounding.py and config.toml", {"src/billing/rounding.py", "config.toml"}),
+        ("Docs at https://example.com/docs/setup.", {"https://example.com/docs/setup"}),
+        ("ping @alice about #infra", {"@alice", "#infra"}),
+        ("Alice Novak met Visual Studio Code people", {"alice novak", "visual studio code"}),
+        ("node.js and follow-up items", {"node.js", "follow-up"}),
+        ("Postgres listens on port 5432", {"5432", "port"}),
+        ("Deployed the deployment", {"deploy"}),
+    ],
+)
+def test_memory_terms_finds_identifiers_names_and_key_terms(content, present):
+    assert present <= set(memory_terms(content))
+
+
+@pytest.mark.parametrize(
+    ("content", "absent"),
+    [
+        ("Ok, sounds good, thanks!", {"ok", "sounds", "good", "thanks"}),
+        ("The user and the assistant", {"user", "assistant", "the", "and"}),
+        ("Load all-MiniLM-L6-v2 now", {"all", "minilm", "v2"}),  # an identifier is one term, not its parts
+        ("See https://example.com/a", {"com", "https", "example"}),
+    ],
+)
+def test_memory_terms_leaves_out_stop_words_and_fragments(content, absent):
+    assert not absent & set(memory_terms(content))
+
+
+def test_memory_terms_are_sorted_unique_and_include_given_entities():
+    terms = memory_terms("Deploys deploy deployed", ["Project Orion", "Tabs", "  spaced   name "])
+    assert terms == sorted(set(terms))
+    assert {"deploy", "project orion", "tab", "spaced name"} <= set(terms)
+
+
+def test_memory_terms_of_empty_content_are_empty():
+    assert memory_terms("   ") == []
+
+
+def _frame(contents: list[str]) -> pl.DataFrame:
+    rows = [{**{k: None for k in MEMORY_SCHEMA}, "id": f"m{i}", "tier": "semantic", "content": c}
+            for i, c in enumerate(contents)]
+    return pl.DataFrame(rows, schema=MEMORY_SCHEMA)
+
+
+def test_with_terms_adds_a_list_column_and_leaves_the_input_alone():
+    memories = _frame(["Deploy pgvector on Friday", "Nothing here"])
+    out = with_terms(memories)
+    assert "terms" not in memories.columns
+    assert out.schema["terms"] == pl.List(pl.String)
+    assert out["terms"].to_list()[0] == ["deploy", "friday", "pgvector"]
+
+
+def test_terms_of_a_memory_do_not_depend_on_the_rest_of_the_corpus():
+    alone = with_terms(_frame(["Deploy pgvector on Friday"]))["terms"].to_list()[0]
+    crowd = with_terms(_frame(["Deploy pgvector on Friday"] + ["deploy things"] * 50))["terms"].to_list()[0]
+    assert alone == crowd

@@ -1,0 +1,62 @@
+"""Publish: Parquet + DuckDB snapshot swapped in atomically; readers only ever read."""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+import pytest
+
+from crosstier.core.catalog import Catalog
+from crosstier.transforms.publish.snapshot import cleanup_leftovers, current_snapshot_dir, publish_snapshot, read_snapshot_table
+from crosstier.transforms.schema import MEMORY_SCHEMA, empty_rejects, empty_relationships
+
+
+def memories(ids: list[str]) -> pl.DataFrame:
+    rows = [{"id": i, "tier": "semantic", "content": f"fact {i}", "namespace": "default", "store": "s", "content_hash": i, "entities": [], "refs": []} for i in ids]
+    return pl.DataFrame(rows, schema=MEMORY_SCHEMA).drop("embedding").with_columns(terms=pl.lit(["fact"]))
+
+
+def tables(ids: list[str]) -> dict[str, pl.DataFrame]:
+    return {"memories": memories(ids), "relationships": empty_relationships(), "rejects": empty_rejects()}
+
+
+def test_publish_writes_parquet_and_a_read_only_database(tmp_path):
+    catalog = Catalog(tmp_path)
+    published = publish_snapshot(tables(["a", "b"]), catalog, "run1", parquet_only={"state": pl.DataFrame({"x": [1]})})
+    assert published.rows == {"memories": 2, "relationships": 0, "rejects": 0}
+    assert read_snapshot_table(catalog, "memories").get_column("id").to_list() == ["a", "b"]
+    assert read_snapshot_table(catalog, "state").height == 1
+    con = duckdb.connect(str(catalog.database), read_only=True)
+    try:
+        assert con.execute("select count(*) from orphan_memories").fetchall() == [(2,)]
+        assert "state" not in {r[0] for r in con.execute("show tables").fetchall()}
+        with pytest.raises(duckdb.Error, match="read-only"):
+            con.execute("delete from memories")
+    finally:
+        con.close()
+
+
+def test_republish_swaps_and_keeps_a_reader_on_its_snapshot(tmp_path):
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a"]), catalog, "run1")
+    reader = duckdb.connect(str(catalog.database), read_only=True)
+    try:
+        publish_snapshot(tables(["a", "b", "c"]), catalog, "run2")
+        assert reader.execute("select count(*) from memories").fetchall() == [(1,)]  # its old snapshot
+    finally:
+        reader.close()
+    fresh = duckdb.connect(str(catalog.database), read_only=True)
+    assert fresh.execute("select count(*) from memories").fetchall() == [(3,)]
+    fresh.close()
+    assert current_snapshot_dir(catalog).name == "run2"
+
+
+def test_old_snapshots_pruned_and_leftovers_cleaned(tmp_path):
+    catalog = Catalog(tmp_path)
+    for run in ("run1", "run2", "run3"):
+        publish_snapshot(tables(["a"]), catalog, run)
+    assert sorted(p.name for p in (tmp_path / "snapshots").iterdir()) == ["run2", "run3"]
+    (tmp_path / ".correlations.run9.duckdb.tmp").write_bytes(b"half")
+    (tmp_path / "snapshots" / ".run9.partial").mkdir()
+    assert cleanup_leftovers(catalog) == 2
+    assert current_snapshot_dir(catalog).name == "run3"

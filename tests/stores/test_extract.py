@@ -1,0 +1,280 @@
+"""Extract stage: every adapter, every reject rule, and records read = memories + rejects."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from crosstier.core.config import StoreConfig
+from crosstier.transforms.stores.extract import (
+    ExtractError,
+    combined_extracts,
+    content_hash,
+    extract_store,
+    parse_timestamp,
+)
+
+LIMIT = 64 * 1024
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    lines = [r if isinstance(r, (str, bytes)) else json.dumps(r) for r in records]
+    path.write_bytes(b"\n".join(l if isinstance(l, bytes) else l.encode() for l in lines) + b"\n")
+    return path
+
+
+def jsonl_store(path: Path, **kw) -> StoreConfig:
+    return StoreConfig(name=kw.pop("name", "s"), kind="jsonl", path=str(path), **kw)
+
+
+def assert_balanced(result) -> None:
+    assert result.records_read == result.memories.height + result.rejects.height
+
+
+GOOD = {"id": "e1", "tier": "episodic", "content": "Deployed billing-api v2.3", "timestamp": "2026-11-02T09:12:00+01:00"}
+
+
+def test_jsonl_good_record_is_canonical(tmp_path):
+    result = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", [GOOD])), LIMIT)
+    row = result.memories.row(0, named=True)
+    assert row["id"] == "e1"
+    assert row["timestamp"] == datetime(2026, 11, 2, 8, 12, tzinfo=timezone.utc)  # stored UTC
+    assert row["namespace"] == "default"
+    assert row["content_hash"] == content_hash("Deployed billing-api v2.3")
+    assert row["location"] == "a.jsonl:1"
+    assert result.rejects.height == 0
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"tier": "episodic", "content": "x"}, "missing required field 'id'"),
+        ({"id": "a", "tier": "episodic"}, "missing required field 'content'"),
+        ({"id": "a", "tier": "episodic", "content": "   "}, "field 'content' is empty"),
+        ({"id": "a", "tier": "dream", "content": "x"}, "unknown tier"),
+        ({"id": "a", "content": "x"}, "missing required field 'tier'"),
+        ({"id": "a", "tier": "episodic", "content": "x", "timestamp": "yesterday"}, "unparseable timestamp"),
+        ({"id": "a", "tier": "episodic", "content": "x", "timestamp": 1e30}, "timestamp out of range"),
+        ({"id": "a", "tier": "episodic", "content": 42.5}, "field 'content' must be a string"),
+        ({"id": ["a"], "tier": "episodic", "content": "x"}, "field 'id' must be a string"),
+        ({"id": "a", "tier": "episodic", "content": "x\u0000y"}, "NUL character"),
+        ({"id": "a", "tier": "episodic", "content": "x", "readers": "alice"}, "field 'readers' must be a list"),
+        ({"id": "a", "tier": "episodic", "content": "x", "refs": [1, 2]}, "field 'refs' must be a list of strings"),
+        ({"id": "a", "tier": "episodic", "content": "x", "metadata": [1]}, "field 'metadata' must be an object"),
+        ({"id": "a", "tier": "episodic", "content": "x", "embedding": ["a"]}, "field 'embedding' must hold finite numbers"),
+        ({"id": "a\nb", "tier": "episodic", "content": "x"}, "control characters"),
+        ("[1, 2]", "must hold a JSON object"),
+        ("{not json", "not valid JSON"),
+        (b'{"id": "a", "tier": "episodic", "content": "caf\xe9"}', "invalid UTF-8"),
+    ],
+)
+def test_jsonl_reject_rules(tmp_path, record, reason):
+    result = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", [GOOD, record])), LIMIT)
+    assert result.memories.get_column("id").to_list() == ["e1"]
+    assert result.rejects.height == 1
+    reject = result.rejects.row(0, named=True)
+    assert reason in reject["reason"]
+    assert reject["store"] == "s" and reject["location"] == "a.jsonl:2"
+    assert reject["raw"]
+    assert_balanced(result)
+
+
+def test_content_size_limit_is_configurable(tmp_path):
+    big = {**GOOD, "id": "big", "content": "x" * 101}
+    result = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", [GOOD, big])), 100)
+    assert result.rejects.row(0, named=True)["reason"] == "content is 101 bytes, over the limit of 100"
+    assert_balanced(result)
+
+
+def test_store_tier_and_namespace_are_defaults(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", [{"id": "f1", "content": "x"}, {"id": "f2", "content": "y", "namespace": "ops", "tier": "procedural"}])
+    result = extract_store(jsonl_store(path, tier="semantic", namespace="team"), LIMIT)
+    rows = result.memories.sort("id").select("tier", "namespace").rows()
+    assert rows == [("semantic", "team"), ("procedural", "ops")]
+
+
+def test_jsonl_gz_and_globs(tmp_path):
+    with gzip.open(tmp_path / "a.jsonl.gz", "wb") as handle:
+        handle.write((json.dumps(GOOD) + "\n").encode())
+    write_jsonl(tmp_path / "b.jsonl", [{**GOOD, "id": "e2"}])
+    result = extract_store(jsonl_store(tmp_path / "*.jsonl*"), LIMIT)
+    assert sorted(result.memories.get_column("id").to_list()) == ["e1", "e2"]
+
+
+def test_truncated_gzip_is_a_clear_error(tmp_path):
+    data = gzip.compress((json.dumps(GOOD) + "\n").encode() * 200)
+    (tmp_path / "a.jsonl.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ExtractError, match="store 's': cannot read"):
+        extract_store(jsonl_store(tmp_path / "a.jsonl.gz"), LIMIT)
+
+
+@pytest.mark.parametrize("path", ["missing.jsonl", "nothing-*.jsonl"])
+def test_missing_path_names_the_store(tmp_path, path):
+    with pytest.raises(ExtractError, match="store 'episodes'"):
+        extract_store(jsonl_store(tmp_path / path, name="episodes"), LIMIT)
+
+
+def test_duplicate_ids_across_stores_reject_both_naming_each_other(tmp_path):
+    a = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", [GOOD]), name="a"), LIMIT)
+    b = extract_store(jsonl_store(write_jsonl(tmp_path / "b.jsonl", [{**GOOD, "content": "other"}, {**GOOD, "id": "e9"}]), name="b"), LIMIT)
+    result = combined_extracts([a, b])
+    assert result.memories.get_column("id").to_list() == ["e9"]
+    reasons = dict(zip(result.rejects.get_column("store"), result.rejects.get_column("reason")))
+    assert reasons["a"] == "duplicate id 'e1': also at b b.jsonl:1"
+    assert reasons["b"] == "duplicate id 'e1': also at a a.jsonl:1"
+    assert_balanced(result)
+
+
+def test_parquet_store(tmp_path):
+    table = pa.table(
+        {
+            "id": ["p1", "p2", None],
+            "tier": ["semantic", "semantic", "semantic"],
+            "content": ["Uses pgvector 0.7", "", "orphan"],
+            "entities": [["pgvector"], None, None],
+            "timestamp": pa.array([datetime(2026, 11, 3, tzinfo=timezone.utc), None, None], pa.timestamp("us", "UTC")),
+        }
+    )
+    pq.write_table(table, tmp_path / "m.parquet")
+    result = extract_store(StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "m.parquet")), LIMIT)
+    assert result.memories.get_column("id").to_list() == ["p1"]
+    assert result.memories.get_column("entities").to_list() == [["pgvector"]]
+    assert sorted(result.rejects.get_column("location").to_list()) == ["m.parquet:row 2", "m.parquet:row 3"]
+    assert_balanced(result)
+
+
+def make_sqlite(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("create table memories (id text, tier text, content blob, refs text, metadata text)")
+    con.execute("insert into memories values ('q1', 'procedural', 'Run deploy.sh --prod', '[\"e1\"]', '{\"owner\": \"maya\"}')")
+    con.execute("insert into memories values ('q2', 'procedural', x'6361ff', null, null)")  # invalid UTF-8
+    con.execute("insert into memories values ('q3', 'procedural', 'x', 'not-a-list', null)")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_sqlite_store_read_only_with_row_keys(tmp_path):
+    path = make_sqlite(tmp_path / "m.sqlite")
+    before = path.read_bytes()
+    result = extract_store(StoreConfig(name="sq", kind="sqlite", path=str(path), table="memories"), LIMIT)
+    row = result.memories.row(0, named=True)
+    assert (row["id"], row["refs"], json.loads(row["metadata"])) == ("q1", ["e1"], {"owner": "maya"})
+    reasons = dict(zip(result.rejects.get_column("location"), result.rejects.get_column("reason")))
+    assert "not valid UTF-8" in reasons["memories:rowid=2"]
+    assert "field 'refs' must be a list" in reasons["memories:rowid=3"]
+    assert_balanced(result)
+    assert path.read_bytes() == before
+
+
+def test_sqlite_query_and_missing_table(tmp_path):
+    path = make_sqlite(tmp_path / "m.sqlite")
+    by_query = extract_store(StoreConfig(name="sq", kind="sqlite", path=str(path), query="select * from memories where id = 'q1'"), LIMIT)
+    assert by_query.memories.get_column("location").to_list() == ["query:row 1"]
+    with pytest.raises(ExtractError, match="store 'sq'"):
+        extract_store(StoreConfig(name="sq", kind="sqlite", path=str(path), table="nope"), LIMIT)
+
+
+def test_markdown_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "skills" / "deploy").mkdir(parents=True)
+    (ws / "memory" / "2026-11-04.md").write_text(
+        "# 2026-11-04\n"
+        "\n"
+        "## 09:00 Billing migration\n"
+        "- 09:12 Maya asked to move billing-api to Python 3.12.\n"
+        "- Ran the suite: 3 failures in\n"
+        "  test_pgvector.py.\n"
+        "\n"
+        "A paragraph entry about backups.\n"
+    )
+    (ws / "MEMORY.md").write_text(
+        "# Memory\n\n## Projects\n"
+        "- billing-api targets Python 3.12.\n"
+        "  Source: memory/2026-11-04.md#L4-L4\n"
+        "- Untraced fact.\n"
+        "  Source: memory/2026-11-01.md#L1-L2\n"
+    )
+    (ws / "skills" / "deploy" / "SKILL.md").write_text("---\nname: deploy-service\ndescription: Ship a service with deploy.sh\n---\n1. Run deploy.sh\n")
+    result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(ws)), LIMIT)
+    assert_balanced(result)
+    mem = result.memories
+    episodes = mem.filter(pl.col("tier") == "episodic").sort("location")
+    assert episodes.get_column("content").to_list() == [
+        "Maya asked to move billing-api to Python 3.12.",
+        "Ran the suite: 3 failures in\ntest_pgvector.py.",
+        "A paragraph entry about backups.",
+    ]
+    assert episodes.get_column("location").to_list() == ["memory/2026-11-04.md:L4-L4", "memory/2026-11-04.md:L5-L6", "memory/2026-11-04.md:L8-L8"]
+    stamps = episodes.get_column("timestamp").dt.strftime("%H:%M").to_list()
+    assert stamps == ["09:12", "09:00", "09:00"]
+    assert episodes.get_column("session_id").to_list()[:2] == ["2026-11-04/billing-migration"] * 2
+    facts = mem.filter(pl.col("tier") == "semantic").sort("location")
+    first_episode = episodes.get_column("id")[0]
+    assert facts.get_column("refs").to_list() == [[first_episode], []]
+    assert facts.get_column("content").to_list() == ["billing-api targets Python 3.12.", "Untraced fact."]
+    assert json.loads(facts.get_column("metadata")[1])["unresolved_sources"] == ["memory/2026-11-01.md#L1-L2"]
+    skill = mem.filter(pl.col("tier") == "procedural").row(0, named=True)
+    assert skill["id"] == "ws:skill/deploy"
+    assert json.loads(skill["metadata"])["description"] == "Ship a service with deploy.sh"
+    assert skill["content"].startswith("deploy-service: Ship a service with deploy.sh")
+
+
+def test_markdown_ids_survive_inserted_lines(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    log = ws / "memory" / "2026-11-04.md"
+    store = StoreConfig(name="ws", kind="markdown", path=str(ws))
+    log.write_text("# d\n- first entry\n- second entry\n")
+    before = set(extract_store(store, LIMIT).memories.get_column("id"))
+    log.write_text("# d\n- a new entry on top\n\n- first entry\n- second entry\n")
+    after = set(extract_store(store, LIMIT).memories.get_column("id"))
+    assert before < after and len(after - before) == 1
+
+
+def test_markdown_bad_bytes_and_bad_front_matter_are_rejects(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "skills" / "x").mkdir(parents=True)
+    (ws / "memory" / "2026-11-04.md").write_bytes(b"# d\n- good entry\n- bad \xff entry\n")
+    (ws / "skills" / "x" / "SKILL.md").write_text("---\nname: [unclosed\n---\nbody\n")
+    result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(ws)), LIMIT)
+    assert result.memories.get_column("content").to_list() == ["good entry"]
+    assert sorted(result.rejects.get_column("reason").to_list()) == ["front matter is not valid YAML: while parsing a flow sequence", "invalid UTF-8 in entry"]
+    assert_balanced(result)
+
+
+def test_markdown_missing_folder_names_store(tmp_path):
+    with pytest.raises(ExtractError, match="store 'ws': markdown workspace folder not found"):
+        extract_store(StoreConfig(name="ws", kind="markdown", path=str(tmp_path / "nope")), LIMIT)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-11-02T09:12:00Z", datetime(2026, 11, 2, 9, 12, tzinfo=timezone.utc)),
+        ("2026-11-02T09:12:00-05:00", datetime(2026, 11, 2, 14, 12, tzinfo=timezone.utc)),
+        ("2026-11-02", datetime(2026, 11, 2, tzinfo=timezone.utc)),
+        (0, datetime(1970, 1, 1, tzinfo=timezone.utc)),
+        (None, None),
+    ],
+)
+def test_parse_timestamp(value, expected):
+    assert parse_timestamp(value) == expected
+
+
+def test_markdown_hash_inside_an_entry_is_text_not_a_heading(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-11-04.md").write_text("# d\n- Reviewed the fix\n  #501: pool size bumped\n#hashtag line stays too\n")
+    result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(ws)), LIMIT)
+    assert result.memories.get_column("content").to_list() == ["Reviewed the fix\n#501: pool size bumped\n#hashtag line stays too"]

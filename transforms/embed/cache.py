@@ -1,0 +1,208 @@
+"""The on-disk embedding cache: Parquet shards keyed by (model id, text hash).
+
+Layout under the cache folder:
+
+    embeddings/<model slug>/shard-<time>-<uuid>.parquet   columns model_id, text_hash, embedding
+    onnx/<model slug>-opset17.onnx                          the ONNX export of a model
+
+Each run that embeds something adds one shard (or one per checkpoint on long runs);
+shards are written to a hidden temp file and renamed into place, so a killed run leaves
+either a whole shard or none. When a model has many shards they are compacted into one,
+again write-then-rename; duplicates between old and new shards are harmless (reads keep
+one row per hash). A shard that cannot be read or fails validation is logged, removed,
+and its texts embedded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from crosstier.core.atomic import write_atomically
+
+EMBEDDINGS_DIR = "embeddings"
+ONNX_DIR = "onnx"
+TMP_PREFIX = ".tmp-"
+MAX_SHARDS = 16  # compact beyond this: each read opens every shard
+STALE_TMP_SECONDS = 3600  # a temp file this old belongs to a run that died
+LOCK_NAME = ".compacting"
+
+
+def model_slug(model_id: str) -> str:
+    """A folder-safe, collision-free name for a model id."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:60]
+    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
+
+
+def model_dir(cache_dir: Path, model_id: str) -> Path:
+    """The shard folder of one model."""
+    return cache_dir / EMBEDDINGS_DIR / model_slug(model_id)
+
+
+def shard_paths(folder: Path) -> list[Path]:
+    """The complete shards of a model folder, oldest first (temp files excluded)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("shard-*.parquet") if p.is_file())
+
+
+class CorruptShard(ValueError):
+    """A shard whose content does not match what the cache writes."""
+
+
+def _read_shard(path: Path, model_id: str, dim: int, wanted: pl.Series | None) -> pl.DataFrame:
+    """Rows of one shard for the wanted hashes (all when None), validated; raises on any damage."""
+    scan = pl.scan_parquet(path)
+    frame = (scan if wanted is None else scan.filter(pl.col("text_hash").is_in(wanted.implode()))).collect()
+    expected = {"model_id": pl.String, "text_hash": pl.String, "embedding": pl.Array(pl.Float32, dim)}
+    if dict(frame.schema) != expected:
+        raise CorruptShard(f"schema {dict(frame.schema)} is not {expected}")
+    if frame.height == 0:
+        return frame.select("text_hash", "embedding")
+    if frame.null_count().sum_horizontal().item() or (frame["model_id"] != model_id).any():
+        raise CorruptShard("null values or another model's rows")
+    norms = np.linalg.norm(frame["embedding"].to_numpy(), axis=1)
+    if not np.all(np.abs(norms - 1.0) < 1e-3):  # also false for NaN
+        raise CorruptShard("vectors that are not unit length")
+    return frame.select("text_hash", "embedding")
+
+
+def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | None, log: logging.Logger) -> tuple[pl.DataFrame, int]:
+    """Cached vectors (text_hash, embedding) for `hashes` (all when None), and how many damaged shards were dropped."""
+    parts: list[pl.DataFrame] = []
+    corrupt = 0
+    for path in shard_paths(model_dir(cache_dir, model_id)):
+        try:
+            parts.append(_read_shard(path, model_id, dim, hashes))
+        except FileNotFoundError:
+            continue  # compacted away by a concurrent run; its rows are in the new shard
+        except Exception as exc:  # any failure to read means the file cannot be trusted
+            corrupt += 1
+            log.warning("embedding cache: %s is damaged (%s: %s); removed, its texts will be embedded again", path, type(exc).__name__, str(exc)[:200])
+            path.unlink(missing_ok=True)
+    empty = pl.DataFrame(schema={"text_hash": pl.String, "embedding": pl.Array(pl.Float32, dim)})
+    found = pl.concat([empty, *parts]).unique("text_hash", keep="first", maintain_order=True)
+    return found, corrupt
+
+
+def _write_atomic(frame: pl.DataFrame, target: Path) -> Path:
+    """Write `frame` to `target` through a synced temp file and a rename: all or nothing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet")
+    return write_atomically(target, tmp, lambda handle: frame.write_parquet(handle, compression="zstd"))
+
+
+def write_shard(cache_dir: Path, model_id: str, vectors: pl.DataFrame) -> Path:
+    """Add a shard of (text_hash, embedding) rows for `model_id`; returns its path."""
+    name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+    frame = vectors.select(pl.lit(model_id, dtype=pl.String).alias("model_id"), "text_hash", "embedding")
+    return _write_atomic(frame, model_dir(cache_dir, model_id) / name)
+
+
+def compact(cache_dir: Path, model_id: str, dim: int, log: logging.Logger) -> int:
+    """Merge a model's shards into one when there are more than MAX_SHARDS; returns shards merged.
+
+    One compaction at a time per model (a lock file); concurrent runs skip it. Shards written
+    meanwhile are not in `paths`, so they are neither merged nor deleted: nothing is lost.
+    """
+    folder = model_dir(cache_dir, model_id)
+    paths = shard_paths(folder)
+    if len(paths) <= MAX_SHARDS or not _take_lock(folder / LOCK_NAME):
+        return 0
+    try:
+        merged, _ = read_cached(cache_dir, model_id, dim, None, log)
+        write_shard(cache_dir, model_id, merged)
+        for path in paths:
+            path.unlink(missing_ok=True)
+    finally:
+        (folder / LOCK_NAME).unlink(missing_ok=True)
+    log.info("embedding cache: compacted %d shards into one (%d vectors)", len(paths), merged.height)
+    return len(paths)
+
+
+def _take_lock(path: Path) -> bool:
+    """Create `path` exclusively; a lock older than STALE_TMP_SECONDS belongs to a dead run and is taken over."""
+    try:
+        if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+def remove_stale_temp(cache_dir: Path) -> int:
+    """Delete temp files left by runs that died; returns how many."""
+    removed = 0
+    now = time.time()
+    candidates = [*(cache_dir / EMBEDDINGS_DIR).glob(f"*/{TMP_PREFIX}*"), *(cache_dir / ONNX_DIR).glob(f"{TMP_PREFIX}*")]
+    for path in candidates:
+        try:
+            if now - path.stat().st_mtime > STALE_TMP_SECONDS:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue  # its writer finished or another run removed it
+
+    return removed
+
+
+def clear_cache(cache_dir: Path, *, keep_models: bool = False) -> int:
+    """Remove cached embeddings (and ONNX exports unless `keep_models`); returns files removed."""
+    subdirs = [EMBEDDINGS_DIR] if keep_models else [EMBEDDINGS_DIR, ONNX_DIR]
+    removed = 0
+    for sub in subdirs:
+        root = Path(cache_dir) / sub
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*"), reverse=True):  # files before their folders
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink()
+                removed += 1
+        root.rmdir()
+    return removed
+
+
+def _shard_summary(path: Path) -> dict:
+    """Rows and model id of a shard from its metadata, or why it cannot be read."""
+    try:
+        head = pl.scan_parquet(path).select(pl.len().alias("rows"), pl.first("model_id")).collect()
+        return {"rows": int(head["rows"][0]), "model_id": head["model_id"][0], "ok": True}
+    except Exception as exc:  # reported, not raised: info must work on a damaged cache
+        return {"rows": 0, "model_id": None, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:200]}
+
+
+def cache_info(cache_dir: Path) -> dict:
+    """What the cache holds: per model shards, rows and bytes; ONNX exports; temp files."""
+    cache_dir = Path(cache_dir)
+    models = []
+    for folder in sorted(p for p in (cache_dir / EMBEDDINGS_DIR).glob("*") if p.is_dir()):
+        shards = [(p, _shard_summary(p)) for p in shard_paths(folder)]
+        ids = {s["model_id"] for _, s in shards if s["model_id"]}
+        models.append(
+            {
+                "model_id": ", ".join(sorted(ids)) or folder.name,
+                "folder": folder.name,
+                "shards": len(shards),
+                "rows": sum(s["rows"] for _, s in shards),
+                "bytes": sum(p.stat().st_size for p, _ in shards),
+                "damaged": [p.name for p, s in shards if not s["ok"]],
+            }
+        )
+    onnx = [{"file": p.name, "bytes": p.stat().st_size} for p in sorted((cache_dir / ONNX_DIR).glob("*.onnx"))]
+    temp = list((cache_dir / EMBEDDINGS_DIR).glob(f"*/{TMP_PREFIX}*")) + list((cache_dir / ONNX_DIR).glob(f"{TMP_PREFIX}*"))
+    total = sum(m["bytes"] for m in models) + sum(o["bytes"] for o in onnx) + sum(p.stat().st_size for p in temp)
+    return {"path": str(cache_dir), "exists": cache_dir.is_dir(), "models": models, "onnx": onnx, "temp_files": len(temp), "total_bytes": total}

@@ -1,0 +1,382 @@
+"""Candidate pairs: every pair that can reach the threshold, never all N^2 pairs at default settings.
+
+The bound. For a pair (a, b) without an explicit reference (cross_reference = 0),
+with s = semantic <= 1, c = co_occurrence, t = temporal <= t_max:
+
+    score = (w_s*s + w_c*c + w_t*t) / W      W = 1 when temporal applies,
+                                             W = w_s + w_c + w_x when it does not
+
+so score >= thr needs   c >= c_min   = (thr*W - w_s - w_t*t_max) / w_c     (taking s = 1)
+                  and   s >= s_min   = (thr*W - w_t*t_max) / w_s           (taking c = 0)
+                  and   s >= s_floor = (thr*W - w_t*t_max - w_c) / w_s     (taking c = 1)
+
+Defaults (0.40/0.25/0.15/0.20, thr 0.6): s_min > 1 in every case, so a pair sharing
+no term can never qualify. Routes, each with its own t_max:
+- near, d = 0 .. 8: both ends timestamped, in time buckets of width h = 2*tau/8
+  that are d apart, so more than (d-1)*h apart and t_max = exp(-(d-1)/4) (1 for d <= 1):
+  c_min from 0.20 (d <= 1) to 0.70 (d = 8), s_floor from 0.50 to 0.81;
+- far: both timestamped, more than 2*tau apart (t_max = e^-2): c_min = 0.72, s_floor
+  = (0.6 - 0.15*e^-2 - 0.25) / 0.4 = 0.824;
+- untimed: an end without a timestamp (W = 0.85, t = 0): c_min = 0.44, s_floor =
+  (0.51 - 0.25) / 0.4 = 0.65.
+The prefix filter of set-similarity joins turns each c_min into an exact candidate
+join: order terms rarest first (namespace document frequency, then the term); if
+J(A, B) >= c_min then |A & B| >= ceil(c_min*|A|), and the rarest shared term lies in
+the first |A| - ceil(c_min*|A|) + 1 terms of A and likewise of B. So joining on those
+prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
+
+A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
+with N, and their rows quadratically. So a group of a common term (document share above
+`max_term_share`) or a large one (_SEARCH_MIN_PAIRS left x right rows) is not joined:
+it is searched by blocked matmul (never more than _CELLS cosines at once) keeping the
+pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
+The group keys are the same, only the per-pair check moves before materialising, so
+the result is the same as joining everything. Then each candidate's exact upper bound is
+checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
+
+When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by an
+exact blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term
+routes use every term. Explicit references are always candidates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import polars as pl
+
+from crosstier.core.config import ScoringConfig
+
+try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
+    from threadpoolctl import threadpool_limits
+except ImportError:  # pragma: no cover
+    threadpool_limits = None
+
+PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
+_EPS = 1e-9
+_COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
+_BLOCK = 2048
+_CHUNK = 16_384  # pairs per gather: small enough to stay in cache
+_CELLS = 1 << 22  # cosines per matmul block of a term search (16 MiB of float32)
+_SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
+_NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
+
+
+def _route_needs(scoring: ScoringConfig) -> dict[str, float]:
+    """Per route, what w_s*s + w_c*c must reach: thr*W - w_t*t_max."""
+    w = scoring.weights
+    thr = scoring.min_correlation_score
+    w_s, w_c, w_t, w_x = w["semantic"], w["co_occurrence"], w["temporal"], w["cross_reference"]
+    far_t = math.exp(-2.0)  # ends more than 2*tau apart
+    return {
+        name: thr * total - w_t * t_max
+        for name, total, t_max in (("near", 1.0, 1.0), ("far", 1.0, far_t), ("untimed", w_s + w_c + w_x, 0.0))
+    }
+
+
+def _bound(weight: float, need: float) -> float:
+    """The least x with weight*x >= need (-inf / inf when weight is 0)."""
+    if weight > 0:
+        return need / weight
+    return -math.inf if need <= 0 else math.inf
+
+
+def route_bounds(scoring: ScoringConfig) -> dict[str, tuple[float, float]]:
+    """(c_min, s_min) per route: 'near' and 'far' (both timestamped), 'untimed' (temporal does not apply)."""
+    w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
+    return {name: (_bound(w_c, need - w_s), _bound(w_s, need)) for name, need in _route_needs(scoring).items()}
+
+
+def route_floors(scoring: ScoringConfig) -> dict[str, float]:
+    """Per route, the least cosine any qualifying pair of it has: s_min taken with c = 1 instead of 0.
+
+    score >= thr needs w_s*s >= thr*W - w_t*t_max - w_c*c >= thr*W - w_t*t_max - w_c, so
+    s >= s_floor = (thr*W - w_t*t_max - w_c) / w_s. At the defaults: near (t <= 1)
+    (0.6 - 0.15 - 0.25) / 0.4 = 0.50; far (t <= e^-2) (0.6 - 0.15*e^-2 - 0.25) / 0.4 = 0.8243;
+    untimed (W = 0.85, t = 0) (0.51 - 0.25) / 0.4 = 0.65.
+    """
+    w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
+    return {name: _bound(w_s, need - w_c) for name, need in _route_needs(scoring).items()}
+
+
+def time_bucket_seconds(scoring: ScoringConfig) -> float:
+    """Width of the time buckets of the near routes: 2*tau / _NEAR_STEPS."""
+    return 2.0 * scoring.tau_days * 86400.0 / _NEAR_STEPS
+
+
+def near_steps(scoring: ScoringConfig) -> list[tuple[int, float, float]]:
+    """(bucket distance d, c_min, cosine floor) of each near route, d = 0 .. _NEAR_STEPS.
+
+    Two timestamped ends d >= 2 buckets (of width h = 2*tau/_NEAR_STEPS) apart are more
+    than (d-1)*h apart, so t <= t_max(d) = exp(-(d-1)*h/tau); d <= 1 gives t_max = 1.
+    The smaller t_max, the larger c_min (a shorter prefix) and the higher the floor, so
+    pairs some days apart cost far less than same-day ones. Ends more than 2*tau apart
+    (d > _NEAR_STEPS) are the 'far' route's.
+    """
+    w = scoring.weights
+    w_s, w_c, w_t = w["semantic"], w["co_occurrence"], w["temporal"]
+    h_over_tau = 2.0 / _NEAR_STEPS
+    steps = []
+    for d in range(_NEAR_STEPS + 1):
+        t_max = 1.0 if d <= 1 else math.exp(-(d - 1) * h_over_tau)
+        need = scoring.min_correlation_score - w_t * t_max
+        steps.append((d, _bound(w_c, need - w_s), _bound(w_s, need - w_c)))
+    return steps
+
+
+def prefix_length(n_terms: pl.Expr, c_min: float) -> pl.Expr:
+    """How many of a memory's rarest terms a join on Jaccard >= c_min must use."""
+    if c_min <= 0:
+        return n_terms
+    if c_min > 1:
+        return pl.lit(0, dtype=pl.Int64)
+    needed = (n_terms.cast(pl.Float64) * c_min - _EPS).ceil().cast(pl.Int64)
+    return (n_terms - needed + 1).clip(0, None)
+
+
+def ranked_terms(memories: pl.DataFrame) -> pl.DataFrame:
+    """One row per (memory, term) with the term's position in the memory's rarest-first order."""
+    exploded = memories.select("idx", "namespace", "terms").explode("terms").rename({"terms": "term"}).drop_nulls("term")
+    df = exploded.group_by("namespace", "term").agg(pl.len().alias("df"))
+    return (
+        exploded.join(df, on=["namespace", "term"])
+        .sort("idx", "df", "term")
+        .with_columns(pl.int_range(pl.len()).over("idx").alias("pos"))
+    )
+
+
+def _join(left: pl.DataFrame, right: pl.DataFrame, on: list[str]) -> pl.DataFrame:
+    """(a_idx, b_idx) of rows sharing the keys, a != b, ordered a < b."""
+    pairs = left.select(*on, pl.col("idx").alias("a")).join(right.select(*on, pl.col("idx").alias("b")), on=on)
+    return pairs.filter(pl.col("a") != pl.col("b")).select(
+        pl.min_horizontal("a", "b").alias("a_idx"), pl.max_horizontal("a", "b").alias("b_idx")
+    ).unique()
+
+
+def _flat_lists(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A list column as one flat int64 array and the offsets of its rows."""
+    offsets = np.zeros(column.len() + 1, dtype=np.int64)
+    np.cumsum(column.list.len().to_numpy(), out=offsets[1:])
+    return column.explode().to_numpy().astype(np.int64), offsets
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    """Many small matrix products: one BLAS thread each is ~10x faster than threads waking per product."""
+    return threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
+
+
+def _searched_pairs(left_idx: np.ndarray, right_idx: np.ndarray, vectors: np.ndarray, floor: float) -> np.ndarray:
+    """(a, b) rows, a < b, of left x right with cosine >= floor: blocked matmul, never more than _CELLS at once."""
+    base = vectors[right_idx]
+    step = max(1, _CELLS // max(1, len(right_idx)))
+    found = []
+    for start in range(0, len(left_idx), step):
+        rows = left_idx[start:start + step]
+        qi, bi = np.nonzero(vectors[rows] @ base.T >= floor - _COS_SLACK)
+        a, b = rows[qi], right_idx[bi]
+        keep = a != b
+        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
+    return np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+
+
+def _shared_key_pairs(
+    left: pl.DataFrame, right: pl.DataFrame, on: list[str], vectors: np.ndarray, floor: float
+) -> pl.DataFrame:
+    """Pairs of a left and a right row sharing the keys `on` (a term, and maybe a time bucket), a < b.
+
+    A key group that is small is joined (every pair of it is a candidate). A group of a
+    common term (`common` set on its rows) or a large one (at least _SEARCH_MIN_PAIRS
+    left x right rows) is searched by blocked matmul instead and keeps only its pairs
+    with cosine >= floor, the least cosine any pair of this route needs to qualify: so
+    a term whose postings grow with N costs matrix products, not joined rows.
+    """
+    if left.height == 0 or right.height == 0:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    sizes = left.group_by(on).agg(pl.len().alias("n_left"), pl.col("common").first()).join(
+        right.group_by(on).agg(pl.len().alias("n_right")), on=on
+    )
+    searched = sizes.filter(
+        pl.col("common") | (pl.col("n_left").cast(pl.Int64) * pl.col("n_right") >= _SEARCH_MIN_PAIRS)
+    ).select(on)
+    out = [_join(left.join(searched, on=on, how="anti"), right, on)]
+    if searched.height and floor <= 1.0 + _COS_SLACK:
+        groups = (
+            left.join(searched, on=on, how="semi").group_by(on).agg(pl.col("idx").sort().alias("l"))
+            .join(right.join(searched, on=on, how="semi").group_by(on).agg(pl.col("idx").sort().alias("r")), on=on)
+            .sort(on)
+        )
+        l_flat, l_off = _flat_lists(groups["l"])
+        r_flat, r_off = _flat_lists(groups["r"])
+        with _one_blas_thread():
+            found = [
+                _searched_pairs(l_flat[l_off[g]:l_off[g + 1]], r_flat[r_off[g]:r_off[g + 1]], vectors, floor)
+                for g in range(groups.height)
+            ]
+        pairs = np.concatenate(found)
+        out.append(pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}, schema=PAIR_SCHEMA).unique())
+    return pl.concat([frame.cast(PAIR_SCHEMA) for frame in out])
+
+
+def term_pairs(
+    memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
+) -> pl.DataFrame:
+    """Pairs found by the prefix-filtered term joins of the routes (see _shared_key_pairs).
+
+    Near routes (both ends timestamped, d time buckets apart, d = 0 .. _NEAR_STEPS): the
+    join key is (namespace, term, bucket), the left side probing bucket + d (and - d when
+    only the focus rows probe). Far route (both timestamped, any distance; it is needed
+    for ends more than 2*tau apart) and untimed route (an end without a timestamp): the
+    key is (namespace, term).
+    """
+    routes = route_bounds(scoring)
+    floors = route_floors(scoring)
+    bucket = time_bucket_seconds(scoring)
+    info = memories.select(
+        "idx",
+        pl.col("terms").list.len().cast(pl.Int64).alias("n_terms"),
+        pl.col("timestamp").is_not_null().alias("timed"),
+        (pl.col("timestamp").dt.epoch("us").cast(pl.Float64) / 1e6 / bucket).floor().cast(pl.Int64).alias("bucket"),
+        (focus if focus is not None else pl.lit(True)).alias("focus"),
+    )
+    ns_size = memories.group_by("namespace").agg(pl.len().alias("ns_size"))
+    ranked = ranked_terms(memories).join(info, on="idx").join(ns_size, on="namespace").with_columns(
+        (pl.col("df") > scoring.max_term_share * pl.col("ns_size")).alias("common")
+    ).drop("df", "ns_size")
+    timed_terms = ranked.filter("timed")
+    out = []
+    for d, c_min, floor in near_steps(scoring):
+        if c_min > 1:
+            continue
+        timed = timed_terms.filter(pl.col("pos") < prefix_length(pl.col("n_terms"), c_min))
+        offsets = [d] if focus is None or d == 0 else [-d, d]
+        probe = timed.filter("focus").with_columns(
+            (pl.col("bucket") + pl.lit(offsets, dtype=pl.List(pl.Int64))).alias("bucket")
+        ).explode("bucket")
+        out.append(_shared_key_pairs(probe, timed, ["namespace", "term", "bucket"], vectors, floor))
+    for name in ("far", "untimed"):
+        c_min = routes[name][0]
+        if c_min > 1:
+            continue
+        entries = ranked.filter(pl.col("pos") < prefix_length(pl.col("n_terms"), c_min))
+        on = ["namespace", "term"]
+        if name == "far":
+            timed = entries.filter("timed")
+            out.append(_shared_key_pairs(timed.filter("focus"), timed, on, vectors, floors[name]))
+        else:
+            untimed = entries.filter(~pl.col("timed"))
+            out.append(_shared_key_pairs(untimed.filter("focus"), entries, on, vectors, floors[name]))
+            if focus is not None:
+                out.append(_shared_key_pairs(entries.filter("focus"), untimed, on, vectors, floors[name]))
+    if not out:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    return pl.concat(out).unique()
+
+
+def reference_pairs(memories: pl.DataFrame, focus: pl.Series | None) -> pl.DataFrame:
+    """Pairs joined by an explicit reference (`ref_ids`), within a namespace."""
+    refs = memories.select("idx", "namespace", "ref_ids", (focus if focus is not None else pl.lit(True)).alias("focus"))
+    refs = refs.explode("ref_ids").drop_nulls("ref_ids")
+    ids = memories.select(pl.col("idx").alias("other"), pl.col("id").alias("ref_ids"), "namespace",
+                          (focus if focus is not None else pl.lit(True)).alias("other_focus"))
+    pairs = refs.join(ids, on=["ref_ids", "namespace"]).filter(
+        (pl.col("idx") != pl.col("other")) & (pl.col("focus") | pl.col("other_focus"))
+    )
+    return pairs.select(
+        pl.min_horizontal("idx", "other").alias("a_idx"), pl.max_horizontal("idx", "other").alias("b_idx")
+    ).unique().cast(PAIR_SCHEMA)
+
+
+def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray:
+    """Per memory, the least cosine a pair sharing no term needs to qualify (inf: none can)."""
+    routes = route_bounds(scoring)
+    timed_floor = min(routes["near"][1], routes["untimed"][1])
+    timed = memories["timestamp"].is_not_null().to_numpy()
+    return np.where(timed, timed_floor, routes["untimed"][1]).astype(np.float64)
+
+
+def _blocks(n: int) -> Iterator[slice]:
+    for start in range(0, n, _BLOCK):
+        yield slice(start, min(n, start + _BLOCK))
+
+
+def similarity_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
+) -> pl.DataFrame:
+    """Pairs with cosine >= max(floor(a), floor(b)): an exact blocked range search (lowered thresholds only)."""
+    floor = semantic_floor(memories, scoring)
+    searchable = floor <= 1.0 + _COS_SLACK
+    if not searchable.any():
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    focus_mask = focus.to_numpy() if focus is not None else np.ones(len(memories), dtype=bool)
+    namespaces = memories["namespace"].to_numpy()
+    found = []
+    for namespace in np.unique(namespaces[searchable]):
+        members = np.flatnonzero(searchable & (namespaces == namespace))
+        queries = members[focus_mask[members]]
+        base = embeddings[members]
+        for block in _blocks(len(queries)):
+            rows = queries[block]
+            sims = embeddings[rows] @ base.T
+            need = np.maximum(floor[rows][:, None], floor[members][None, :]) - _COS_SLACK
+            qi, bi = np.nonzero(sims >= need)
+            a, b = rows[qi], members[bi]
+            keep = a != b
+            found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
+    if not found:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    pairs = np.concatenate(found)
+    return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
+
+
+def bounded_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame
+) -> pl.DataFrame:
+    """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
+
+    Once a pair is known, its cosine and temporal are cheap (numpy); only co_occurrence is
+    left unknown, bounded by min(|A|, |B|) / max(|A|, |B|). Pruning here keeps the SQL to
+    the pairs that may qualify.
+    """
+    w = scoring.weights
+    a = pairs["a_idx"].to_numpy()
+    b = pairs["b_idx"].to_numpy()
+    n_terms = memories["terms"].list.len().to_numpy().astype(np.float64)
+    stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    keep = np.empty(len(a), dtype=bool)
+    for start in range(0, len(a), _CHUNK):
+        ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
+        cos = np.einsum("ij,ij->i", embeddings[ia], embeddings[ib]) + _COS_SLACK
+        small, large = np.minimum(n_terms[ia], n_terms[ib]), np.maximum(n_terms[ia], n_terms[ib])
+        co = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
+        gap = np.abs(stamps[ia] - stamps[ib])
+        timed = ~np.isnan(gap)
+        temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
+        total = w["semantic"] + w["co_occurrence"] + w["cross_reference"] + np.where(timed, w["temporal"], 0.0)
+        bound = w["semantic"] * np.clip(cos, 0.0, 1.0) + w["co_occurrence"] * co + w["temporal"] * temporal
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(total > 0, bound / total, 0.0)
+        keep[start:start + _CHUNK] = score >= scoring.min_correlation_score - _EPS * 1e3
+    return pairs.filter(pl.Series(keep))
+
+
+def candidate_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None
+) -> pl.DataFrame:
+    """All pairs (a_idx < b_idx) that can reach the threshold or carry an explicit reference.
+
+    `memories` needs idx (row number), id, namespace, timestamp, terms, ref_ids; `focus` (bool
+    per row) keeps only pairs with an end in focus.
+    """
+    found = pl.concat([term_pairs(memories, embeddings, scoring, focus), similarity_pairs(memories, embeddings, scoring, focus)])
+    parts = [bounded_pairs(memories, embeddings, scoring, found.unique()), reference_pairs(memories, focus)]
+    return pl.concat(parts).unique().sort("a_idx", "b_idx")
+
+
+def all_pairs(memories: pl.DataFrame) -> pl.DataFrame:
+    """Every pair (a_idx < b_idx) within a namespace: the brute-force oracle's candidates."""
+    idx = memories.select("idx", "namespace")
+    pairs = idx.join(idx.rename({"idx": "b_idx"}), on="namespace").filter(pl.col("idx") < pl.col("b_idx"))
+    return pairs.select(pl.col("idx").alias("a_idx"), "b_idx").cast(PAIR_SCHEMA).sort("a_idx", "b_idx")

@@ -1,0 +1,266 @@
+"""Per-memory evidence the classifier reads: references, negation, polarity, values, causal cues.
+
+Every column depends only on its own memory (and, for `ref_ids`, on which ids exist),
+so a pair's type and reason stay pair-local like its score.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import polars as pl
+import pyarrow as pa
+
+from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms
+from crosstier.transforms.link.terms import stem as _stem
+
+stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
+
+# Negation cues: particles, contractions, "lack"/"lacked" (lexical negation) and the contrastive
+# "rather than" / "instead of" ("grouped by area rather than by repository" negates "by repository").
+_NEGATION = re.compile(
+    r"\b(no longer|rather than|instead of|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
+    r"|\b\w+(n['\u2019]t)\b",
+    re.IGNORECASE,
+)
+# Adverbs that sit between a negation and what it negates ("not necessarily", "no longer ... anymore").
+_NEGATION_FILLER = frozenset(("anymore", "necessarily", "currently", "actually", "usually", "entirely", "fully",
+                              "exactly", "totally", "completely", "longer"))
+_NEGATED_PHRASE_WORDS = 2  # a negation negates the next two content words of its clause (predicate + object)
+
+# Word groups with opposite polarity: the first word is the positive one.
+_ANTONYMS = (
+    ("enable", "disable"), ("allow", "deny"), ("allow", "block"), ("allow", "forbid"), ("like", "dislike"),
+    ("love", "hate"), ("like", "hate"), ("prefer", "avoid"), ("accept", "reject"), ("approve", "reject"),
+    ("add", "remove"), ("include", "exclude"), ("start", "stop"), ("increase", "decrease"), ("agree", "disagree"),
+    ("succeed", "fail"), ("pass", "fail"), ("true", "false"), ("open", "close"), ("always", "never"),
+    ("keep", "drop"), ("install", "uninstall"), ("lock", "unlock"), ("public", "private"),
+)
+# stem -> [(group, sign)]
+POLARITY: dict[str, list[tuple[str, str]]] = {}
+for _pos, _neg in _ANTONYMS:
+    POLARITY.setdefault(stem(_pos), []).append((_pos, "+"))
+    POLARITY.setdefault(stem(_neg), []).append((_pos, "-"))
+_POLAR_WORD = re.compile(r"[a-z]+")
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# A stated value: a number or version (not part of a date, time, range, id or #ref) or a weekday.
+_VALUE = re.compile(
+    r"(?<![\w.#:/-])v?\d+(?:\.\d+)*(?![\w.]*\w)(?![-:/]\d)|\b(?:" + "|".join(_WEEKDAYS) + r")s?\b", re.IGNORECASE
+)
+_SUBJECT_WORD = re.compile(r"[A-Za-z][\w-]*")
+_SUBJECT_SKIP = frozenset(("on", "at", "to", "is", "be", "vs", "versus"))
+_CLAUSE_END = re.compile(r"[.,;:!?()]")
+# For a value's subject: a point inside a version or number ("3.11 and 3.12") does not end the clause.
+_SUBJECT_CLAUSE_END = re.compile(r"[,;:!?()]|\.(?!\w)")
+_WORD = re.compile(r"[a-z]+")
+
+# Cues whose cause follows them ("X because Y") and cues whose cause precedes them ("Y led to X").
+_CAUSE_AFTER = ("because of", "because", "due to", "caused by", "owing to", "thanks to", "as a result of", "since")
+_CAUSE_BEFORE = ("led to", "leads to", "lead to", "resulted in", "results in", "caused", "causes", "therefore", "hence",
+                 "consequently", "as a result", "so")
+_CUE = re.compile(
+    r"\b(" + "|".join(re.escape(c) for c in sorted(_CAUSE_AFTER + _CAUSE_BEFORE, key=len, reverse=True)) + r")\b",
+    re.IGNORECASE,
+)
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
+# "since" naming a point in time, not a reason: "since 2024", "since v2.1", "since PR #509", "since March",
+# "since last week", "since then", "ever since". An event ("since the migration failed") stays a cause.
+_SINCE_TIME = re.compile(
+    r"\s+(?:(?:the|last|early|late|mid|this|that|about|around|roughly|approximately)\s+)*"
+    r"(?:[v#]?\d|(?:pr|mr|commit|release|version|build|sprint|q[1-4]|then|yesterday|today|tonight|morning|noon|"
+    r"midnight|evening|night|week|weekend|month|year|day|hour|minute|quarter|start|beginning|earlier|forever|"
+    + "|".join(_MONTHS + _WEEKDAYS) + r")s?\b)",
+    re.IGNORECASE,
+)
+_TOKEN_STRIP = ".,;:!?()[]{}<>\"'`*"
+
+FEATURE_SCHEMA = {
+    "ref_ids": pl.List(pl.String),
+    "negation": pl.String,
+    "negated_terms": pl.List(pl.String),
+    "stated_terms": pl.List(pl.String),
+    "negation_scope": pl.List(pl.String),
+    "polarity": pl.List(pl.String),
+    "polarity_flip": pl.List(pl.String),
+    "vals": pl.List(pl.String),
+    "subject_terms": pl.List(pl.String),
+    "named_terms": pl.List(pl.String),
+    "causal_cue": pl.String,
+    "cause_terms": pl.List(pl.String),
+}
+
+
+def polarity_marks(content: str) -> list[str]:
+    """'group+' / 'group-' for each polar word in the text (enable+, enable- for disable)."""
+    marks = set()
+    for word in _POLAR_WORD.findall(content.lower()):
+        for group, sign in POLARITY.get(stem(word), ()):
+            marks.add(group + sign)
+    return sorted(marks)
+
+
+def _subject_before(text: str) -> str | None:
+    """The last content word of the clause before a value ("Python" in "runs on Python 3.11")."""
+    clause = _SUBJECT_CLAUSE_END.split(text)[-1]
+    for word in reversed(_SUBJECT_WORD.findall(clause)):
+        lowered = word.lower()
+        if lowered not in STOP_WORDS and lowered not in _SUBJECT_SKIP:
+            return stem(lowered) if lowered.isalpha() else lowered
+    return None
+
+
+def value_terms(content: str) -> list[str]:
+    """Values stated in the text as 'subject=value' ("python=3.11", "run=friday"), sorted.
+
+    A subject may have several values in one text ("Python 3.11 and 3.12"); the classifier compares
+    value sets per subject, so versions keep their precision (a leading "v" dropped) and "16" vs
+    "16.4" can be read as one version given less precisely.
+    """
+    out = set()
+    for match in _VALUE.finditer(content):
+        value = match.group(0).lower()
+        if value.endswith("s") and value[:-1] in _WEEKDAYS:
+            value = value[:-1]
+        if value.startswith("v"):
+            value = value[1:]
+        subject = _subject_before(content[: match.start()])
+        if subject is not None:
+            out.add(f"{subject}={value}")
+    return sorted(out)
+
+
+def _content_words(text: str) -> list[str]:
+    """Stemmed content words (three letters or more, not stop words) in text order."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+
+
+def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
+    """Negation evidence: (first cue, negated phrases, stated terms, negation scope terms).
+
+    A cue negates the next two content words of its clause, kept together as one phrase
+    ("prefer tab" in "no longer prefers tabs"): the other memory contradicts it only if it states
+    the whole phrase. Its scope is the rest of the clause; `stated` are the content words outside
+    every scope, what the memory says without negation, and `scope` the content words inside one.
+    So a negation of something the other does not state is no conflict, and neither are two
+    texts that both negate a thing (their scopes share a word: "deploys are not allowed during
+    the freeze" and "no deploys during the freeze").
+    """
+    cue = None
+    phrases = set()
+    scoped = []  # (start, end) of each cue and its scope
+    for match in _NEGATION.finditer(content):
+        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
+        scoped.append((match.start(), match.end() + len(clause)))
+        words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
+        if words:
+            cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
+            phrases.add(" ".join(words))
+    plain, last = [], 0
+    for start, end in scoped:
+        if start > last:
+            plain.append(content[last:start])
+        last = max(last, end)
+    plain.append(content[last:])
+    stated = set(_content_words(" ".join(plain)))
+    scope = set(_content_words(" ".join(content[start:end] for start, end in scoped)))
+    return cue, sorted(phrases), sorted(stated), sorted(scope)
+
+
+def causal_cue(content: str) -> tuple[str | None, list[str]]:
+    """The first causal cue in the text and the terms on its cause side (after "because", before "led to")."""
+    for match in _CUE.finditer(content):
+        cue = match.group(1).lower()
+        if cue == "so" and not re.search(r"(^|[,;.!?]\s*)$", content[: match.start()]):
+            continue  # "so" is a cue only as a connective (", so we ..."), not as in "so slow"
+        if cue == "since" and (_SINCE_TIME.match(content, match.end())
+                               or re.search(r"\b(ever|long)\s+$", content[: match.start()], re.IGNORECASE)):
+            continue  # "since" naming a point in time ("since PR #509", "ever since") is not a reason
+        if cue in _CAUSE_AFTER:
+            span = re.split(r"[.!?;]", content[match.end():], maxsplit=1)[0]
+        else:
+            span = re.split(r"[.!?;]\s", content[: match.start()])[-1]
+        entities, rest = entity_terms(span)
+        return cue, sorted(entities | key_terms(rest))
+    return None, []
+
+
+def subject_terms(terms: list[str]) -> list[str]:
+    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their group."""
+    out = set()
+    for term in terms:
+        if any(ch.isdigit() for ch in term):
+            continue
+        groups = POLARITY.get(term)
+        out.update(group for group, _ in groups) if groups else out.add(term)
+    return sorted(out)
+
+
+_CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
+
+
+def named_terms(content: str, entities: list[str] | None, terms: list[str]) -> list[str]:
+    """The memory's terms that name something: identifiers, names, capitalised words mid-sentence, given entities."""
+    named, _ = entity_terms(content)
+    for match in _CAPITALISED.finditer(content):
+        if not re.search(r"[.!?:;]\s*$|^\s*$", content[: match.start()]):
+            named.add(stem(match.group(0).lower()))
+    for entity in entities or ():
+        entity = " ".join(entity.split()).lower()
+        named.add(stem(entity) if entity.isalpha() else entity)
+    return sorted(named & set(terms))
+
+
+def mentioned_ids(content: str, ids: set[str]) -> list[str]:
+    """Ids of memories named in the text as a whole token."""
+    found = set()
+    for token in content.split():
+        token = token.strip(_TOKEN_STRIP)
+        if token in ids:
+            found.add(token)
+    return sorted(found)
+
+
+def _text_features(content: str, ids: set[str]) -> tuple:
+    """The evidence that depends on the text alone (one call per distinct content)."""
+    cue, negated, stated, scope = negated_terms(content)
+    marks = polarity_marks(content)
+    flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
+    return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip, value_terms(content),
+            *causal_cue(content))
+
+
+def link_features(memories: pl.DataFrame) -> pl.DataFrame:
+    """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
+    ids = set(memories["id"].to_list())
+    rows = {name: [] for name in FEATURE_SCHEMA}
+    by_text: dict[str, tuple] = {}
+    for mem_id, content, terms, refs, entities in zip(
+        memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list(),
+        memories["entities"].to_list(),
+    ):
+        text = by_text.get(content)
+        if text is None:
+            text = by_text[content] = _text_features(content, ids)
+        mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause = text
+        refs = {r for r in (refs or ()) if r in ids}
+        rows["ref_ids"].append(sorted((refs | mentioned) - {mem_id}))
+        rows["negation"].append(cue)
+        rows["negated_terms"].append(negated)
+        rows["stated_terms"].append(stated)
+        rows["negation_scope"].append(scope)
+        rows["polarity"].append(marks)
+        rows["polarity_flip"].append(flip)
+        rows["vals"].append(values)
+        rows["subject_terms"].append(subject_terms(terms or []))
+        rows["named_terms"].append(named_terms(content, entities, terms or []))
+        rows["causal_cue"].append(causal)
+        rows["cause_terms"].append(cause)
+    # pyarrow builds list columns from Python lists ~10x faster than pl.Series
+    return memories.with_columns(
+        pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
+                               else pa.large_string())).cast(dtype).alias(name)
+        for name, dtype in FEATURE_SCHEMA.items()
+    )

@@ -1,0 +1,193 @@
+"""Link discovery: candidates, pair scores, classification, the cap, tier summaries and audits.
+
+Pure functions over frames and arrays. Scoring, classification and the cap are the
+SQL in sql/ (pair_scores, classified_links, capped_links), run on an in-memory DuckDB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from crosstier import sql
+from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
+from crosstier.transforms.link.features import link_features
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+
+AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+_COSINE_CHUNK = 16_384  # pairs per gather: small enough to stay in cache
+_MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
+
+
+def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
+    """The bound parameters sql/<name>.sql uses, taken from values."""
+    return {key: values[key] for key in sorted(set(_PARAM.findall(sql.load(name))))}
+
+
+def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
+    """The SQL parameters of scoring and classification."""
+    w = scoring.weights
+    return {
+        "w_semantic": w["semantic"],
+        "w_co_occurrence": w["co_occurrence"],
+        "w_temporal": w["temporal"],
+        "w_cross_reference": w["cross_reference"],
+        "tau_days": scoring.tau_days,
+        "max_references": scoring.max_references,
+        "min_score": scoring.min_correlation_score,
+        "contradiction_min_semantic": scoring.contradiction_min_semantic,
+        "contradiction_min_overlap": scoring.contradiction_min_overlap,
+        "sequence_max_hours": scoring.sequence_max_hours,
+        "max_links": scoring.max_links_per_memory,
+    }
+
+
+def unit_rows(embeddings: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), float32."""
+    vectors = np.asarray(embeddings, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
+    """Exact cosine of each (a_idx, b_idx) pair, in float64, the same whichever route found it."""
+    a = pairs["a_idx"].to_numpy()
+    b = pairs["b_idx"].to_numpy()
+    out = np.empty(len(a), dtype=np.float64)
+    for start in range(0, len(a), _COSINE_CHUNK):
+        end = start + _COSINE_CHUNK
+        out[start:end] = (embeddings[a[start:end]].astype(np.float64) * embeddings[b[start:end]]).sum(axis=1)
+    return out
+
+
+def link_memories(memories: pl.DataFrame) -> pl.DataFrame:
+    """Memories sorted by id with a row index (`idx`) and the classifier's evidence columns."""
+    frame = memories.select(_MEMORY_COLUMNS).with_row_index("idx_in").sort("id")
+    return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)))
+
+
+def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """Score the pairs (sql/pair_scores), keep and classify the links (sql/classified_links)."""
+    pairs = pairs.with_columns(pl.Series("cosine", pair_cosines(embeddings, pairs)))
+    values = scoring_params(scoring)
+    con = duckdb.connect()
+    try:
+        con.register("pairs", pairs.to_arrow())
+        con.register("link_memories", frame.drop("idx_in").to_arrow())
+        # a view over the bound query, not a table: DuckDB streams the scores into the threshold filter
+        con.sql(sql.load("pair_scores"), params=_params("pair_scores", values)).create_view("pair_scores")
+        links = con.sql(sql.load("classified_links"), params=_params("classified_links", values)).to_arrow_table()
+        links = pl.from_arrow(links)
+    finally:
+        con.close()
+    return links.cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names()).sort("source_id", "target_id")
+
+
+def _prepared(memories: pl.DataFrame, embeddings: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+    if "terms" not in memories.columns:
+        raise ValueError("memories need a `terms` column (crosstier.transforms.link.terms.with_terms)")
+    if len(embeddings) != memories.height:
+        raise ValueError(f"embeddings has {len(embeddings)} rows for {memories.height} memories")
+    if memories["id"].n_unique() != memories.height:
+        raise ValueError("memory ids must be unique")
+    frame = link_memories(memories)
+    vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()] if memories.height else np.zeros((0, 1), np.float32)
+    return frame, vectors
+
+
+def scored_links(
+    memories: pl.DataFrame,
+    embeddings: np.ndarray,
+    scoring: ScoringConfig,
+    *,
+    focus_ids: Collection[str] | None = None,
+) -> pl.DataFrame:
+    """Classified links at or above the threshold plus all explicit references, before the cap.
+
+    `embeddings` is row-aligned with `memories`. With `focus_ids`, only pairs with an end
+    in focus_ids. Every row depends only on its two memories and the config.
+    """
+    return scored_links_with_count(memories, embeddings, scoring, focus_ids=focus_ids)[0]
+
+
+def scored_links_with_count(
+    memories: pl.DataFrame,
+    embeddings: np.ndarray,
+    scoring: ScoringConfig,
+    *,
+    focus_ids: Collection[str] | None = None,
+) -> tuple[pl.DataFrame, int]:
+    """`scored_links` and how many candidate pairs were scored to find them (for run stats)."""
+    frame, vectors = _prepared(memories, embeddings)
+    focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
+    pairs = candidate_pairs(frame, vectors, scoring, focus)
+    return classified_pairs(frame, vectors, pairs, scoring), pairs.height
+
+
+def empty_scored_links() -> pl.DataFrame:
+    """No links, with the relationship columns."""
+    return pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+
+
+def brute_force_links(memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig) -> pl.DataFrame:
+    """The oracle: every pair within a namespace scored, no pruning, then the same classify and threshold."""
+    frame, vectors = _prepared(memories, embeddings)
+    return classified_pairs(frame, vectors, all_pairs(frame), scoring)
+
+
+def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, object] | None = None) -> pl.DataFrame:
+    """Run sql/<name>.sql on an in-memory DuckDB holding the given frames."""
+    con = duckdb.connect()
+    try:
+        for table, frame in tables.items():
+            con.register(table, frame.to_arrow())
+        return pl.from_arrow(con.sql(sql.load(name), params=_params(name, values or {})).to_arrow_table())
+    finally:
+        con.close()
+
+
+def capped_links(links: pl.DataFrame, max_links_per_memory: int) -> pl.DataFrame:
+    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept."""
+    if links.height == 0:
+        return links.cast(RELATIONSHIP_SCHEMA)
+    kept = _run("capped_links", {"links": links.cast(RELATIONSHIP_SCHEMA)}, {"max_links": max_links_per_memory})
+    return kept.cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id")
+
+
+def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:
+    """Per tier: memories, linked_memories, orphans, links, avg_score."""
+    return _run("tier_distribution", {
+        "memories": memories.select("id", "tier"),
+        "relationships": relationships.cast(RELATIONSHIP_SCHEMA),
+    })
+
+
+def tier_links(relationships: pl.DataFrame) -> pl.DataFrame:
+    """Per (source_tier, target_tier, relationship_type): links, avg_score."""
+    return _run("tier_links", {"relationships": relationships.cast(RELATIONSHIP_SCHEMA)})
+
+
+def audit_failures(
+    source: duckdb.DuckDBPyConnection | Mapping[str, pl.DataFrame],
+    *,
+    max_links_per_memory: int = ScoringConfig().max_links_per_memory,
+) -> dict[str, int]:
+    """Rows returned by each invariant query of sql/audit_*.sql (all zero when the tables are sound).
+
+    `source` is a DuckDB connection with tables `relationships` and `memories`, or a mapping
+    holding those two frames.
+    """
+    values = {"max_links": max_links_per_memory}
+    if isinstance(source, Mapping):
+        return {name.removeprefix("audit_"): _run(name, source, values).height for name in AUDITS}
+    failures = {}
+    for name in AUDITS:
+        rows = source.execute(sql.load(name), _params(name, values)).fetchall()
+        failures[name.removeprefix("audit_")] = len(rows)
+    return failures

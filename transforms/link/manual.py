@@ -1,0 +1,68 @@
+"""Manual relationships: log records -> relationship rows, merged over the discovered ones."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA, RELATIONSHIP_TYPES
+
+MANUAL_REASON = "Manual link"
+
+
+def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: str) -> tuple[pl.DataFrame, list[tuple[int, str]]]:
+    """Relationship rows for the log records whose two ends exist in one namespace; the latest
+    record on a pair wins. Also returns (line, why) for records left out of this publish
+    (they stay in the log and come back when their memories do)."""
+    where = {row[0]: (row[1], row[2]) for row in memories.select("id", "tier", "namespace").iter_rows()}
+    latest: dict[tuple[str, str], dict] = {}
+    skipped: list[tuple[int, str]] = []
+    for record in records:
+        line = record.get("_line", 0)
+        source, target, kind = record.get("source_id"), record.get("target_id"), record.get("relationship_type")
+        if kind not in RELATIONSHIP_TYPES:
+            skipped.append((line, f"unknown relationship type {kind!r}"))
+            continue
+        missing = [i for i in (source, target) if i not in where]
+        if missing:
+            skipped.append((line, f"memory not in this snapshot: {', '.join(map(str, missing))}"))
+            continue
+        if source == target:
+            skipped.append((line, "self link"))
+            continue
+        if where[source][1] != where[target][1]:
+            skipped.append((line, "the two memories are in different namespaces"))
+            continue
+        latest[tuple(sorted((source, target)))] = record
+    rows = []
+    for record in latest.values():
+        source, target = record["source_id"], record["target_id"]
+        score = record.get("score")
+        rows.append(
+            {
+                "source_id": source,
+                "source_tier": where[source][0],
+                "target_id": target,
+                "target_tier": where[target][0],
+                "relationship_type": record["relationship_type"],
+                "score": 1.0 if score is None else float(score),  # asserted by a person: full strength
+                "reason": MANUAL_REASON,
+                "origin": "manual",
+                "namespace": where[source][1],
+                "run_id": run_id,
+                "metadata": json.dumps(record.get("metadata"), sort_keys=True) if record.get("metadata") is not None else None,
+            }
+        )
+    frame = pl.DataFrame(rows, schema=RELATIONSHIP_SCHEMA) if rows else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    return frame.sort("source_id", "target_id"), skipped
+
+
+def merged_relationships(discovered: pl.DataFrame, manual: pl.DataFrame) -> pl.DataFrame:
+    """Discovered links with every pair that has a manual link replaced by it."""
+    pair = pl.min_horizontal("source_id", "target_id") + pl.lit("\x1f") + pl.max_horizontal("source_id", "target_id")
+    manual_pairs = manual.select(pair.alias("pair")).get_column("pair")
+    kept = discovered.filter(~pair.is_in(manual_pairs.implode()))
+    return pl.concat([kept.select(RELATIONSHIP_SCHEMA.names()), manual.select(RELATIONSHIP_SCHEMA.names())]).sort(
+        "source_id", "target_id", "relationship_type"
+    )

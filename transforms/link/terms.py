@@ -1,0 +1,129 @@
+"""Terms of a memory: entities, technical identifiers and key content terms, offline and deterministic.
+
+The terms of one memory depend only on that memory (its content and provided
+`entities`), never on the corpus, so a pair's co_occurrence is pair-local and an
+incremental run stays exact. Corpus frequency only steers candidate generation
+(transforms/link/candidates.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+# Function words, conversational fillers and words every agent memory carries
+# ("user", "assistant"): they are evidence of nothing.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all almost already also although always am among an and another any anyone
+    anything anyway are aren around as ask asked at away back be became because been before being below between both
+    but by can cannot could couldn did didn do does doesn doing don done down during each either else enough etc even
+    ever every everything few for from further get gets getting give given go goes going gone good got great had
+    hadn has hasn have haven having he her here hers herself him himself his how however i if in instead into is isn
+    it its itself just keep know last later least less let lets like likely longer look lot made make makes making
+    many may maybe me might mine more most much must my myself need needs never new next no nobody none nor not
+    nothing now of off often ok okay on once one only onto or other others otherwise our ours ourselves out over own
+    perhaps please pretty quite rather re really right said same say says see seem seems set shall she should
+    shouldn since so some something sometimes soon still such sure take than thank thanks that the their theirs them
+    themselves then there these they thing things think this those though through thus to today together too
+    tomorrow toward try two under until up upon us use used uses using very via want wanted wants was wasn way we
+    well were weren what whatever when where whether which while who whom whose why will with within without won
+    would wouldn yeah yes yet yesterday you your yours yourself yourselves user users assistant agent also hey hi
+    hello sounds sound cool nice fine alright yep nope got gonna wanna tell told
+    """.split()
+)
+
+# Suffixes stripped once, longest first, so deploy/deploys/deployed/deployment meet.
+_SUFFIXES = (
+    "ations", "ation", "ments", "ment", "ences", "ence", "ances", "ance", "ings", "ing",
+    "ness", "ies", "ied", "ed", "es", "s",
+)
+_KEEP_DOUBLE = frozenset("lsz")
+
+_URL = re.compile(r"https?://[^\s<>()\"'`]+", re.IGNORECASE)
+_TAG = re.compile(r"(?<![\w@#])[#@][A-Za-z][\w.-]*[\w]|(?<![\w@#])[#@][A-Za-z]")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|(?<![\w/])[\w-]+\.(?:py|md|ts|tsx|js|jsx|json|toml|ya?ml|sql|sh|txt|csv|parquet|rs|go|java|rb|cfg|ini|lock|html|css)\b")
+_VERSION = re.compile(r"(?<![\w.-])v?\d+(?:\.\d+)+(?![\w.]*\w)|(?<![\w.])v\d+\b")
+_IDENT = re.compile(r"(?<![\w.-])[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)+(?![\w-])")
+_CAMEL = re.compile(r"\b(?:[A-Z]+[a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]*[0-9]*)\b")
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of|de|von|van|the)?\s*[A-Z][\w'-]*)*")
+_NUMBER = re.compile(r"(?<![\w.])\d{2,}(?![\w.]*\w)")
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def stem(word: str) -> str:
+    """A light stem: one suffix off, a doubled final consonant and a final 'e' dropped."""
+    for suffix in _SUFFIXES:
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            continue  # class, status, analysis
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _KEEP_DOUBLE and word[-1] not in "aeiou":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def key_terms(text: str) -> set[str]:
+    """Stemmed content words of the text, stop words and words under three letters removed."""
+    out = set()
+    for word in _WORD.findall(text.lower()):
+        word = word.split("'")[0]
+        if len(word) >= 3 and word not in STOP_WORDS:
+            word = stem(word)
+            if word not in STOP_WORDS:
+                out.add(word)
+    return out
+
+
+def _names(text: str) -> set[str]:
+    """Multi-word proper names (capitalised runs), lower-cased; lone words are left to key terms."""
+    out = set()
+    for match in _NAME.finditer(text):
+        words = match.group(0).split()
+        while words and words[0].lower() in STOP_WORDS:
+            words = words[1:]
+        while words and words[-1].lower() in STOP_WORDS:
+            words = words[:-1]
+        if len(words) >= 2:
+            out.add(" ".join(words).lower().strip("'-"))
+    return out
+
+
+def entity_terms(text: str) -> tuple[set[str], str]:
+    """Identifiers and names in the text, lower-cased, and the text left once they are cut out."""
+    out = set()
+    rest = text
+    for pattern in (_URL, _TAG, _PATH, _IDENT, _VERSION):
+        for match in pattern.finditer(rest):
+            out.add(match.group(0).rstrip(".,;:!?)").strip(".-_").lower())
+        rest = pattern.sub(" ", rest)
+    for pattern in (_CAMEL, _NUMBER):
+        out.update(match.group(0).lower() for match in pattern.finditer(rest))
+    out |= _names(rest)
+    return {term for term in out if term and term not in STOP_WORDS}, rest
+
+
+def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
+    """Sorted unique terms of one memory: extracted entities, key terms and provided entities."""
+    terms, rest = entity_terms(content)
+    terms |= key_terms(rest)
+    for entity in entities or ():
+        entity = " ".join(entity.split()).lower()
+        if entity.isalpha():
+            entity = stem(entity)  # a one-word entity meets the key term it names ("tabs" -> "tab")
+        if entity:
+            terms.add(entity)
+    return sorted(terms)
+
+
+def with_terms(memories: pl.DataFrame) -> pl.DataFrame:
+    """The memories with a `terms: List(String)` column (sorted, unique)."""
+    terms = [
+        memory_terms(content, entities)
+        for content, entities in zip(memories["content"].to_list(), memories["entities"].to_list())
+    ]
+    return memories.with_columns(pl.Series("terms", terms, dtype=pl.List(pl.String)))

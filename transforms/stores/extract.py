@@ -1,0 +1,444 @@
+"""Extract stage: tier stores -> canonical memory rows + reject rows.
+
+Every adapter yields `RawRecord`s (a location, the raw text, and the parsed fields or
+why they could not be parsed). One validator turns them into memories or rejects, so
+each store kind obeys the same rules and records read = memories + rejects, always.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from crosstier.core.config import Settings, StoreConfig
+from crosstier.transforms.stores.errors import ExtractError
+from crosstier.transforms.stores.markdown import markdown_records
+from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, TIERS
+
+RAW_PREVIEW_CHARS = 4000  # a reject keeps this much of the raw record: enough to find and fix it
+MAX_ID_CHARS = 512
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One record as read: where it came from, its raw text, and its fields or a parse error."""
+
+    location: str
+    raw: str
+    fields: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass
+class StoreExtract:
+    """What one store yielded."""
+
+    store: str
+    memories: pl.DataFrame
+    rejects: pl.DataFrame
+    records_read: int
+
+
+@dataclass
+class Extracted:
+    """All stores together, after the cross-store id check."""
+
+    memories: pl.DataFrame
+    rejects: pl.DataFrame
+    records_read: int
+    per_store: dict[str, int] = field(default_factory=dict)
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the content: the key for caching and change detection."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _preview(raw: str) -> str:
+    if len(raw) <= RAW_PREVIEW_CHARS:
+        return raw
+    return raw[:RAW_PREVIEW_CHARS] + f"...[truncated, {len(raw)} chars in all]"
+
+
+# ---------------------------------------------------------------- field rules
+
+
+def _text_field(name: str, value: Any, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise ValueError(f"missing required field '{name}'")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"field '{name}' must be a string, got {type(value).__name__}")
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError(f"field '{name}' contains a NUL character")
+    if required and not text.strip():
+        raise ValueError(f"field '{name}' is empty")
+    return text
+
+
+def _from_json_text(name: str, value: Any, expected: str) -> Any:
+    """SQLite, PostgreSQL text columns and pgvector's text form keep lists and objects as
+    JSON text: parse it, or say what the field must be."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError(f"field '{name}' must be {expected}") from None
+
+
+def _string_list(name: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    value = _from_json_text(name, value, "a list of strings (or JSON text of one)")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"field '{name}' must be a list of strings, got {type(value).__name__}")
+    out = []
+    for item in value:
+        if not isinstance(item, str) or "\x00" in item:
+            raise ValueError(f"field '{name}' must be a list of strings, got an item {item!r:.60}")
+        out.append(item)
+    return out
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """A UTC datetime from ISO-8601 text, a datetime, a date or epoch seconds; naive means UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"timestamp must be ISO-8601 text or epoch seconds, got {value!r}")
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
+    elif isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"timestamp out of range: {value!r}")
+        try:
+            parsed = datetime.fromtimestamp(value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"timestamp out of range: {value!r}") from None
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"unparseable timestamp {value!r:.80} (expected ISO-8601)") from None
+    else:
+        raise ValueError(f"timestamp must be ISO-8601 text or epoch seconds, got {type(value).__name__}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        return parsed.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise ValueError(f"timestamp out of range: {value!r:.80}") from None
+
+
+def _metadata(value: Any) -> str | None:
+    if value is None:
+        return None
+    value = _from_json_text("metadata", value, "an object (or JSON text of one)")
+    if not isinstance(value, dict):
+        raise ValueError(f"field 'metadata' must be an object, got {type(value).__name__}")
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"field 'metadata' is not JSON-serialisable: {exc}") from None
+
+
+def _embedding(value: Any) -> list[float] | None:
+    if value is None:
+        return None
+    value = _from_json_text("embedding", value, "a list of numbers")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError("field 'embedding' must be a non-empty list of numbers")
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
+            raise ValueError("field 'embedding' must hold finite numbers only")
+        out.append(float(item))
+    return out
+
+
+def canonical_memory(fields: dict[str, Any], store: StoreConfig, location: str, max_content_bytes: int) -> dict[str, Any]:
+    """One record's fields -> a canonical memory row; raises ValueError with the broken rule."""
+    if not isinstance(fields, dict):
+        raise ValueError(f"record must be an object, got {type(fields).__name__}")
+    memory_id = _text_field("id", fields.get("id"), required=True)
+    if len(memory_id) > MAX_ID_CHARS:
+        raise ValueError(f"field 'id' longer than {MAX_ID_CHARS} characters")
+    if any(ch < " " for ch in memory_id):
+        raise ValueError("field 'id' contains control characters")
+    tier_key = store.tier_column or "tier"
+    tier = fields.get(tier_key)
+    if tier is None or tier == "":
+        tier = store.tier
+    if tier is None:
+        raise ValueError(f"missing required field '{tier_key}' (and the store sets no tier)")
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r:.40} (known: {', '.join(TIERS)})")
+    content = fields.get("content")
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"content is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    content = _text_field("content", content, required=True)
+    size = len(content.encode("utf-8"))
+    if size > max_content_bytes:
+        raise ValueError(f"content is {size} bytes, over the limit of {max_content_bytes}")
+    namespace = _text_field("namespace", fields.get("namespace")) or store.namespace or "default"
+    return {
+        "id": memory_id,
+        "tier": tier,
+        "content": content,
+        "timestamp": parse_timestamp(fields.get("timestamp")),
+        "session_id": _text_field("session_id", fields.get("session_id")),
+        "namespace": namespace,
+        "readers": _string_list("readers", fields.get("readers")),
+        "entities": _string_list("entities", fields.get("entities")) or [],
+        "refs": _string_list("refs", fields.get("refs")) or [],
+        "metadata": _metadata(fields.get("metadata")),
+        "store": store.name,
+        "location": location,
+        "content_hash": content_hash(content),
+        "embedding": _embedding(fields.get(store.embedding_column or "embedding")),
+    }
+
+
+def validated_records(records: Iterable[RawRecord], store: StoreConfig, max_content_bytes: int) -> StoreExtract:
+    """Raw records of one store -> memories and rejects (every record lands in exactly one)."""
+    rows: list[dict[str, Any]] = []
+    rejects: list[dict[str, str]] = []
+    read = 0
+    for record in records:
+        read += 1
+        if record.error is not None:
+            rejects.append({"store": store.name, "location": record.location, "raw": _preview(record.raw), "reason": record.error})
+            continue
+        try:
+            row = canonical_memory(record.fields, store, record.location, max_content_bytes)
+        except ValueError as exc:
+            rejects.append({"store": store.name, "location": record.location, "raw": _preview(record.raw), "reason": str(exc)})
+            continue
+        rows.append({**row, "_raw": _preview(record.raw)})
+    memories = pl.DataFrame(rows, schema={**MEMORY_SCHEMA, "_raw": pl.String}) if rows else pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
+    return StoreExtract(store.name, memories, pl.DataFrame(rejects, schema=REJECT_SCHEMA), read)
+
+
+# ---------------------------------------------------------------- adapters
+
+
+def _store_files(store: StoreConfig) -> list[Path]:
+    pattern = store.path or ""
+    if glob.has_magic(pattern):
+        files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not files:
+            raise ExtractError(f"store '{store.name}': no file matches {pattern}")
+        return files
+    path = Path(pattern)
+    if not path.exists():
+        raise ExtractError(f"store '{store.name}': path not found: {path}")
+    if path.is_dir():
+        raise ExtractError(f"store '{store.name}': {path} is a folder; a {store.kind} store needs a file or a glob")
+    return [path]
+
+
+def jsonl_records(store: StoreConfig) -> Iterator[RawRecord]:
+    """One record per non-blank line of each file (.jsonl or .jsonl.gz)."""
+    for path in _store_files(store):
+        opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
+        try:
+            with opener(path, "rb") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    location = f"{path.name}:{number}"
+                    try:
+                        text = line.decode("utf-8").rstrip("\r\n")
+                    except UnicodeDecodeError as exc:
+                        raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
+                        yield RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})")
+                        continue
+                    try:
+                        fields = json.loads(text)
+                    except json.JSONDecodeError as exc:
+                        yield RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}")
+                        continue
+                    except RecursionError:
+                        yield RawRecord(location, text, error="not valid JSON: nested too deeply")
+                        continue
+                    if not isinstance(fields, dict):
+                        yield RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}")
+                        continue
+                    yield RawRecord(location, text, fields)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def parquet_records(store: StoreConfig) -> Iterator[RawRecord]:
+    """One record per row of each Parquet file, read in record batches."""
+    import pyarrow.parquet as pq
+
+    for path in _store_files(store):
+        try:
+            parquet = pq.ParquetFile(path)
+            row = 0
+            for batch in parquet.iter_batches(batch_size=10_000):
+                for fields in batch.to_pylist():
+                    row += 1
+                    raw = json.dumps(fields, default=_json_default, ensure_ascii=False)
+                    yield RawRecord(f"{path.name}:row {row}", raw, fields)
+        except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError) on corrupt files
+            raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
+
+
+def _decoded_row(names: list[str], values: tuple) -> tuple[dict[str, Any] | None, str, str | None]:
+    fields: dict[str, Any] = {}
+    error = None
+    for name, value in zip(names, values):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                error = f"column '{name}' is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                value = value.decode("utf-8", errors="replace")
+        fields[name] = value
+    raw = json.dumps(fields, default=_json_default, ensure_ascii=False)
+    return (None if error else fields), raw, error
+
+
+def _quoted_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sqlite_records(store: StoreConfig) -> Iterator[RawRecord]:
+    """One record per row of the table or query; the file is opened read-only."""
+    path = Path(store.path or "")
+    if not path.is_file():
+        raise ExtractError(f"store '{store.name}': sqlite file not found: {path}")
+    try:
+        con = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise ExtractError(f"store '{store.name}': cannot open {path}: {exc}") from exc
+    # Bytes, so invalid UTF-8 in one row becomes a reject instead of an exception for all.
+    con.text_factory = bytes
+    try:
+        if store.query:
+            cursor = con.execute(store.query)
+            key_column = None
+        else:
+            cursor = con.execute(f"select rowid as __rowid__, * from {_quoted_identifier(store.table or '')}")
+            key_column = "__rowid__"
+        names = [d[0] for d in cursor.description]
+        number = 0
+        while batch := cursor.fetchmany(1000):
+            for values in batch:
+                number += 1
+                fields, raw, error = _decoded_row(names, values)
+                if key_column:
+                    location = f"{store.table}:rowid={values[0]}"
+                    if fields is not None:
+                        fields.pop(key_column, None)
+                else:
+                    location = f"query:row {number}"
+                yield RawRecord(location, raw, fields, error)
+    except sqlite3.Error as exc:
+        raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _markdown_records(store: StoreConfig) -> Iterator[RawRecord]:
+    root = Path(store.path or "")
+    if not root.is_dir():
+        raise ExtractError(f"store '{store.name}': markdown workspace folder not found: {root}")
+    try:
+        for location, raw, fields, error in markdown_records(root, store.name):
+            yield RawRecord(location, raw, fields, error)
+    except OSError as exc:
+        raise ExtractError(f"store '{store.name}': cannot read workspace {root}: {exc}") from exc
+
+
+def _postgres_records(store: StoreConfig) -> Iterator[RawRecord]:
+    from crosstier.transforms.stores.postgres import postgres_records
+
+    for location, raw, fields, error in postgres_records(store):
+        yield RawRecord(location, raw, fields, error)
+
+
+ADAPTERS: dict[str, Callable[[StoreConfig], Iterator[RawRecord]]] = {
+    "jsonl": jsonl_records,
+    "parquet": parquet_records,
+    "markdown": _markdown_records,
+    "sqlite": sqlite_records,
+    "postgres": _postgres_records,
+}
+
+
+def extract_store(store: StoreConfig, max_content_bytes: int) -> StoreExtract:
+    """Read one store into memories and rejects; raises ExtractError when it cannot be read."""
+    return validated_records(ADAPTERS[store.kind](store), store, max_content_bytes)
+
+
+def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
+    """All stores' memories with ids unique across stores: every copy of a duplicate id is
+    rejected, naming the other places it occurs, so no silent winner is picked."""
+    frames = [e.memories for e in extracts if e.memories.height]
+    memories = pl.concat(frames) if frames else pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
+    places = memories.with_columns(place=pl.col("store") + pl.lit(" ") + pl.col("location"))
+    dup_ids = places.group_by("id").agg(pl.len().alias("n")).filter(pl.col("n") > 1).get_column("id")
+    duplicates = places.filter(pl.col("id").is_in(dup_ids.implode()))
+    dup_rejects = []
+    if duplicates.height:
+        grouped = duplicates.group_by("id", maintain_order=True).agg(pl.col("place"))
+        where = {row["id"]: row["place"] for row in grouped.iter_rows(named=True)}
+        for row in duplicates.iter_rows(named=True):
+            others = [p for p in where[row["id"]] if p != row["place"]]
+            dup_rejects.append(
+                {
+                    "store": row["store"],
+                    "location": row["location"],
+                    "raw": row["_raw"],
+                    "reason": f"duplicate id {row['id']!r}: also at {', '.join(others)}",
+                }
+            )
+    kept = memories.filter(~pl.col("id").is_in(dup_ids.implode())).drop("_raw").sort("id")
+    rejects = pl.concat([*(e.rejects for e in extracts), pl.DataFrame(dup_rejects, schema=REJECT_SCHEMA)])
+    return Extracted(
+        memories=kept,
+        rejects=rejects,
+        records_read=sum(e.records_read for e in extracts),
+        per_store={e.store: e.records_read for e in extracts},
+    )
+
+
+def extract_all(settings: Settings) -> Extracted:
+    """Every configured store, extracted and combined."""
+    return combined_extracts([extract_store(store, settings.max_content_bytes) for store in settings.stores])
