@@ -32,6 +32,7 @@ class StoreConfig:
     dsn_env: str | None = None  # postgres: the environment variable holding the DSN
     chunk_rows: int = 5000  # postgres: rows fetched per round trip
     embedding_column: str | None = None  # a column of provided vectors, if any
+    timezone: str | None = None  # markdown: the zone of times that name none (IANA name or UTC offset); UTC when unset
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,12 @@ def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
         if kind == "sqlite" and not (raw.get("table") or raw.get("query")):
             raise ConfigError(f"{where}.table: a sqlite store needs a table or a query")
     chunk_rows = int(_number(f"{where}.chunk_rows", raw.get("chunk_rows", 5000), integer=True, low=1))
+    zone = raw.get("timezone")
+    if zone is not None:
+        from crosstier.core.zones import zone_named
+
+        if not isinstance(zone, str) or zone_named(zone) is None:
+            raise ConfigError(f"{where}.timezone: unknown time zone {zone!r} (an IANA name such as Asia/Taipei, or an offset such as UTC+8)")
     names.add(name)
     return StoreConfig(**{**raw, "path": path, "chunk_rows": chunk_rows})
 
