@@ -15,6 +15,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import copies
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
 from crosstier.transforms.link.features import link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -152,12 +153,28 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
-def capped_links(links: pl.DataFrame, max_links_per_memory: int) -> pl.DataFrame:
-    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept."""
+def capped_links(
+    links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0
+) -> pl.DataFrame:
+    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept.
+
+    With `memories` (id, tier, namespace, content, timestamp), copies are folded first
+    (transforms/link/copies.py): no links inside a copy group, one per group and other end,
+    and each copy linked to the next in time ("carried forward"), outside the cap.
+    """
+    links = links.cast(RELATIONSHIP_SCHEMA)
+    chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    if memories is not None and memories.height:
+        groups = copies.copy_groups(memories)
+        links = copies.collapsed_copy_links(links, groups)
+        chain = copies.carried_forward_links(memories, groups, tau_days)
+        chain = chain.join(links.select("source_id", "target_id"), on=["source_id", "target_id"], how="anti")
+        chain = chain.join(links.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
+                           on=["source_id", "target_id"], how="anti")
     if links.height == 0:
-        return links.cast(RELATIONSHIP_SCHEMA)
-    kept = _run("capped_links", {"links": links.cast(RELATIONSHIP_SCHEMA)}, {"max_links": max_links_per_memory})
-    return kept.cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id")
+        return chain.sort("source_id", "target_id")
+    kept = _run("capped_links", {"links": links}, {"max_links": max_links_per_memory})
+    return pl.concat([kept.cast(RELATIONSHIP_SCHEMA), chain]).sort("source_id", "target_id")
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:

@@ -439,6 +439,7 @@ class Entry:
     error: str | None = None
     sources: list[str] = field(default_factory=list)
     candidate: dict[str, Any] | None = None  # a dreaming candidate: kept with the entry it cites
+    text: str = ""  # the entry's own text, without its heading context (skills are named in this)
 
 
 def _timestamp(day: date | None, stamp: Stamp | None, zone: tzinfo) -> tuple[datetime | None, str]:
@@ -502,7 +503,7 @@ def memory_dir_entries(root: Path, path: Path, store: str, zone: tzinfo, line_id
             "session_id": session,
             "metadata": metadata,
         }
-        out.append(Entry(location, _raw(block), fields, None, cited.sources))
+        out.append(Entry(location, _raw(block), fields, None, cited.sources, text=text))
     return out
 
 
@@ -535,7 +536,7 @@ def memory_file_entries(root: Path, path: Path, store: str) -> list[Entry]:
             "content": with_context(text, block) if text else "",
             "metadata": metadata,
         }
-        out.append(Entry(location, _raw(block), fields, None, cited.sources))
+        out.append(Entry(location, _raw(block), fields, None, cited.sources, text=text))
     return out
 
 
@@ -682,7 +683,7 @@ def resolved(entries: list[Entry], skills: list[Record], line_ids: dict[tuple[st
         fields = entry.fields
         refs, unresolved = _location_lines(entry.sources, line_ids, last_lines)
         for skill_id, patterns in skill_patterns:
-            if skill_id not in refs and any(p.search(fields["content"]) for p in patterns):
+            if skill_id not in refs and any(p.search(entry.text) for p in patterns):
                 refs.append(skill_id)
         fields["refs"] = [r for r in refs if r != fields["id"]]
         if unresolved:
