@@ -37,10 +37,20 @@ kept as (
         b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause,
-        b.copy_text as b_copy, b.value_labels as b_labels
+        b.copy_text as b_copy, b.value_labels as b_labels,
+        least(a.latin_share, b.latin_share) as script_share
     from above_threshold as s
     join memories as a on a.idx = s.a_idx
     join memories as b on b.idx = s.b_idx
+),
+
+vouched as (
+    -- a cosine the model cannot vouch for (a text mostly outside its language) makes no link on its
+    -- own: such a pair needs an explicit reference or shared terms as well
+    select * from kept
+    where script_share >= $min_model_script_share
+        or cross_reference > 0
+        or co_occurrence >= $unvouched_min_co_occurrence
 ),
 
 evidence as (
@@ -93,7 +103,7 @@ evidence as (
             when a_tier = 'episodic' and b_tier = 'semantic' then
                 b_refers_a or coalesce(a_ts <= b_ts, false)
         end as episode_is_origin
-    from kept
+    from vouched
 ),
 
 not_contradictions as (

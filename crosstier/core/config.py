@@ -58,6 +58,12 @@ class ScoringConfig:
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
     contradiction_min_overlap: float = 0.5
     sequence_max_hours: float = 24.0
+    # A cosine the model cannot vouch for makes no link on its own: when either text has less
+    # than this share of its letters in Latin script (the bundled model is English), the pair
+    # needs an explicit reference or co_occurrence >= unvouched_min_co_occurrence as well.
+    # Set 0 with a multilingual EMBEDDING_MODEL.
+    min_model_script_share: float = 0.5
+    unvouched_min_co_occurrence: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,8 @@ def _scoring(raw: dict) -> ScoringConfig:
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
+        min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),
+        unvouched_min_co_occurrence=_number("scoring.unvouched_min_co_occurrence", raw.get("unvouched_min_co_occurrence", defaults.unvouched_min_co_occurrence), low=0.0, high=1.0),
     )
 
 
@@ -239,6 +247,7 @@ ENV_OVERRIDES = {
     "CORRELATOR_ENABLED": ("correlator", "enabled"),
     "AUTO_DISCOVER_ENABLED": ("correlator", "auto_discover"),
     "MAX_CONTENT_BYTES": ("extract", "max_content_bytes"),
+    "MIN_MODEL_SCRIPT_SHARE": ("scoring", "min_model_script_share"),
 }
 
 

@@ -117,7 +117,7 @@ def carried_forward_links(memories: pl.DataFrame, groups: pl.DataFrame, tau_days
 
 def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     """Links with copies folded: none inside a group, and between a group and any other memory
-    (or group) only the strongest discovered link. Explicit references and manual links stay."""
+    (or group) only one, an explicit reference first, then the strongest. Manual links stay."""
     if groups.height == 0 or links.height == 0:
         return links
     key = groups.select("id", "copy_key")
@@ -128,7 +128,7 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
         .with_columns(
             pl.coalesce("_sk", "source_id").alias("_a"),
             pl.coalesce("_tk", "target_id").alias("_b"),
-            ((pl.col("origin") == "manual") | (pl.col("cross_reference").fill_null(0.0) > 0)).alias("_pinned"),
+            (pl.col("origin") == "manual").alias("_pinned"),
         )
         .with_columns(
             pl.min_horizontal("_a", "_b").alias("_lo"),
@@ -140,8 +140,10 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
     # the strongest link per (group or memory) pair; ties by the two ids so the choice is deterministic
     best = (
         outside.filter(~pl.col("_pinned"))
-        .sort(["score", "source_id", "target_id"], descending=[True, False, False])
+        .with_columns((pl.col("cross_reference").fill_null(0.0) > 0).alias("_explicit"))
+        .sort(["_explicit", "score", "source_id", "target_id"], descending=[True, True, False, False])
         .unique(subset=["namespace", "_lo", "_hi"], keep="first", maintain_order=True)
     )
-    kept = pl.concat([best, outside.filter(pl.col("_pinned"))])
+    columns = ["_row", *links.columns]
+    kept = pl.concat([best.select(columns), outside.filter(pl.col("_pinned")).select(columns)])
     return kept.sort("_row").select(links.columns)

@@ -12,7 +12,7 @@ import re
 import polars as pl
 import pyarrow as pa
 
-from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms
+from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms, latin_share
 from crosstier.transforms.link.terms import stem as _stem
 
 stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
@@ -312,7 +312,9 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         rows["value_labels"].append(labels)
     # pyarrow builds list columns from Python lists ~10x faster than pl.Series
     return memories.with_columns(
-        pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
-                               else pa.large_string())).cast(dtype).alias(name)
-        for name, dtype in FEATURE_SCHEMA.items()
+        *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
+                                 else pa.large_string())).cast(dtype).alias(name)
+          for name, dtype in FEATURE_SCHEMA.items()),
+        # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
+        pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
     )

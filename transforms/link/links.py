@@ -46,6 +46,8 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "contradiction_min_overlap": scoring.contradiction_min_overlap,
         "sequence_max_hours": scoring.sequence_max_hours,
         "max_links": scoring.max_links_per_memory,
+        "min_model_script_share": scoring.min_model_script_share,
+        "unvouched_min_co_occurrence": scoring.unvouched_min_co_occurrence,
     }
 
 
