@@ -579,7 +579,8 @@ def skill_records(root: Path, path: Path, store: str) -> Iterator[Record]:
     name = str(meta.get("name") or folder)
     description = str(meta.get("description") or "").strip()
     sections = [m.group(2).strip() for m in re.finditer(r"^(#{1,4})\s+(.+?)\s*#*\s*$", body, re.MULTILINE)]
-    sections = [s for s in sections if _plain(s).lower() not in (name.lower(), folder.lower())]
+    same = lambda text: re.sub(r"[-_\s]+", " ", _plain(text).lower())  # noqa: E731
+    sections = [s for s in sections if same(s) not in (same(name), same(folder))]  # the title repeats the name
     lead = _first_paragraph(body) if not description else ""
     head = f"{name}: {description or lead}" if description or lead else name
     content = "\n".join(part for part in (head, f"Sections: {'; '.join(sections)}" if sections else "") if part)
