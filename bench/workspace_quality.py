@@ -87,6 +87,7 @@ def main() -> None:
     contra_identical = contradictions.filter(pl.Series([norm[a] == norm[b] for a, b in zip(contradictions["source_id"], contradictions["target_id"])], dtype=pl.Boolean))
     skills = memories.filter(pl.col("tier") == "procedural")["id"].to_list()
     skills_linked = [s for s in skills if s in linked]
+    workspace_skills = [s for s in skills if ":skill/" in s]
     # skills named by a memory (folder name with a hyphen, or path skills/<x>) and whether that pair links
     named_pairs, named_linked = 0, 0
     pairs = set(zip(capped["source_id"], capped["target_id"])) | set(zip(capped["target_id"], capped["source_id"]))
@@ -98,7 +99,8 @@ def main() -> None:
         for mem_id, text in content.items():
             if mem_id != skill and re.search(rf"(?<![\w-]){re.escape(folder)}(?![\w-])", text, re.IGNORECASE):
                 named_pairs += 1
-                named_linked += (mem_id, skill) in pairs
+                copies = [i for i, t in norm.items() if t == norm[mem_id]]  # a copy group links once
+                named_linked += any((c, skill) in pairs for c in copies)
     figures = {
         "memories": n,
         "rejects": extracted.rejects.height,
@@ -113,6 +115,8 @@ def main() -> None:
         "contradictions_identical": contra_identical.height,
         "skills": len(skills),
         "skills_linked_share": round(len(skills_linked) / max(1, len(skills)), 2),
+        "workspace_skills": len(workspace_skills),
+        "workspace_skills_linked_share": round(sum(s in linked for s in workspace_skills) / max(1, len(workspace_skills)), 2),
         "named_skill_pairs": named_pairs,
         "named_skill_pairs_linked": named_linked,
     }

@@ -135,7 +135,8 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
             pl.max_horizontal("_a", "_b").alias("_hi"),
         )
     )
-    inside = (pl.col("_sk").is_not_null()) & (pl.col("_sk") == pl.col("_tk")) & ~pl.col("_pinned")
+    # null-safe: a link with one end outside every group is never "inside"
+    inside = (pl.col("_sk") == pl.col("_tk")).fill_null(False) & ~pl.col("_pinned")
     outside = ends.filter(~inside)
     # the strongest link per (group or memory) pair; ties by the two ids so the choice is deterministic
     best = (

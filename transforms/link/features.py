@@ -273,6 +273,34 @@ def copy_text(content: str) -> str:
     return normalised_text(content)
 
 
+# ---------------------------------------------------------------- skills named in any memory
+# A markdown store's skill has the id "<store>:skill/<folder>"; a memory of any store naming that
+# folder ("the rotate-api-keys skill", "skills/rotate-api-keys/SKILL.md") references it. A name
+# with a hyphen, underscore or digit names it anywhere; a one-word name only beside "skill".
+_SKILL_ID = re.compile(r":skill/(?:.*/)?([^/]+)$")
+
+
+def skill_patterns(ids: set[str]) -> list[tuple[str, re.Pattern]]:
+    """(skill id, the pattern of text naming it) for every skill id among ids."""
+    out = []
+    for memory_id in sorted(ids):
+        match = _SKILL_ID.search(memory_id)
+        if not match:
+            continue
+        name = re.escape(match.group(1))
+        if re.search(r"[-_\d]", match.group(1)):
+            pattern = rf"(?<![\w/-]){name}(?![\w-])|skills/{name}\b"
+        else:
+            pattern = rf"\bskills?\b[\s:`'\"*]*{name}\b|\b{name}[`'\"*]*\s+skill\b|skills/{name}\b"
+        out.append((memory_id, re.compile(pattern, re.IGNORECASE)))
+    return out
+
+
+def named_skills(content: str, patterns: list[tuple[str, re.Pattern]]) -> set[str]:
+    """Ids of the skills the text names."""
+    return {skill_id for skill_id, pattern in patterns if pattern.search(content)}
+
+
 def _text_features(content: str, ids: set[str]) -> tuple:
     """The evidence that depends on the text alone (one call per distinct content)."""
     cue, negated, stated, scope = negated_terms(content)
@@ -285,6 +313,7 @@ def _text_features(content: str, ids: set[str]) -> tuple:
 def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
     ids = set(memories["id"].to_list())
+    skills = skill_patterns(ids)
     rows = {name: [] for name in FEATURE_SCHEMA}
     by_text: dict[str, tuple] = {}
     for mem_id, content, terms, refs, entities in zip(
@@ -295,7 +324,7 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         if text is None:
             text = by_text[content] = _text_features(content, ids)
         mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause, copied, labels = text
-        refs = {r for r in (refs or ()) if r in ids}
+        refs = {r for r in (refs or ()) if r in ids} | (named_skills(content, skills) if skills else set())
         rows["ref_ids"].append(sorted((refs | mentioned) - {mem_id}))
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
