@@ -27,7 +27,7 @@ from crosstier.transforms.link import incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
-from crosstier.transforms.stores.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store
+from crosstier.transforms.stores.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store, with_vector_length
 
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
 
@@ -91,9 +91,10 @@ def score_task(namespace: str, memories: pl.DataFrame, embeddings: np.ndarray, s
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame], catalog: Catalog, run_id: str) -> publish.Published:
+def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame], catalog: Catalog, run_id: str, record: dict[str, Any]) -> publish.Published:
     fault_point("publish")
-    published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state, before_swap=lambda: fault_point("publish_swap"))
+    # a fault point after every write and rename: CTC_FAULT_STAGE="publish:<step>"
+    published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state, record=record, checkpoint=lambda step: fault_point(f"publish:{step}"))
     get_run_logger().info("published %s: %s", published.database, published.rows)
     return published
 
@@ -111,8 +112,14 @@ def dashboard_task(out: Path) -> str | None:
 
 
 def extracted_stores(settings: Settings) -> Extracted:
+    """Every store's memories and rejects; a provided vector of the wrong length for the
+    model is a reject too, so one bad record never stops the run."""
     futures = [extract_task.submit(store, settings.max_content_bytes) for store in settings.stores]
-    return combined_extracts([f.result() for f in futures])
+    extracts = [f.result() for f in futures]
+    if any(e.memories.get_column("embedding").is_not_null().any() for e in extracts if e.memories.height):
+        dim = embed.model_dim(settings.embedding.model)
+        extracts = [with_vector_length(e, dim) for e in extracts]
+    return combined_extracts(extracts)
 
 
 def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[pl.DataFrame, np.ndarray, dict]:
@@ -206,8 +213,9 @@ def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFr
         "fingerprints": linked.fingerprints,
     }
     tables["runs"] = run.runs_table()
-    published = publish_task(tables, state, run.catalog, run.run_id)
-    publish.append_run_log(run.catalog, run.summary)
+    published = publish_task(tables, state, run.catalog, run.run_id, run.summary)
+    publish.append_run_log(run.catalog, run.summary)  # the log of every run; the snapshot has its own record
+    fault_point("publish:logged")
     return published, tier_distribution
 
 
