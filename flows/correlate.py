@@ -100,12 +100,15 @@ def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame]
 
 
 @task(name="dashboard", cache_policy=NO_CACHE)
-def dashboard_task(out: Path) -> str | None:
+def dashboard_task(out: Path) -> tuple[str | None, str | None]:
+    """(the dashboard's path, None), or (None, why it was not built) for the run report."""
     try:
         from crosstier.dashboards.build import build_dashboard
-    except ModuleNotFoundError:
-        return None
-    return str(build_dashboard(out))
+    except ModuleNotFoundError as exc:
+        why = f"no dashboard: the dashboard dependency {exc.name!r} is not installed (pip install {exc.name})"
+        get_run_logger().warning(why)
+        return None, why
+    return str(build_dashboard(out)), None
 
 
 # ---------------------------------------------------------------- helpers

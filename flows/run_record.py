@@ -126,8 +126,12 @@ class RunRecord:
         self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds))
         return run_report.runs_table([*publish.run_log(self.catalog), self.summary])
 
-    def finished(self, database: Path, dashboard: str | None, relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
-        """The summary, once the snapshot is out: report file and Prefect artifacts written."""
+    def finished(self, database: Path, dashboard_built: tuple[str | None, str | None], relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
+        """The summary, once the snapshot is out: report file and Prefect artifacts written.
+        `dashboard_built` is (path, None) or (None, why not): the why is a warning of the run."""
+        dashboard, missing = dashboard_built
+        if missing:
+            self.summary.setdefault("warnings", []).append(missing)
         self.summary["stage_seconds"] = dict(self.stage_seconds)
         self.summary["outputs"] = {"database": str(database), "parquet": str(self.catalog.parquet_dir), "dashboard": dashboard}
         report = run_report.run_report_markdown(self.summary, relationships, memories, tier_distribution, dashboard_path=dashboard)
