@@ -191,6 +191,7 @@ final as (
         co_occurrence,
         temporal,
         cross_reference,
+        cosine,
         reason,
         'discovered' as origin,
         namespace,

@@ -130,7 +130,7 @@ def test_contradiction_needs_high_semantic_similarity():
         {"id": "b", "tier": "semantic", "content": "User no longer prefers tabs"},
     )
     scoring = replace(DEFAULT, min_correlation_score=0.0)
-    assert only_link(frame, vectors(0.5), scoring)["relationship_type"] != "contradicts"
+    assert only_link(frame, vectors(0.3), scoring)["relationship_type"] != "contradicts"
 
 
 def test_a_fact_and_its_source_that_both_negate_do_not_contradict():
@@ -180,7 +180,8 @@ def test_output_has_the_relationship_schema_and_stored_components():
     row = links.row(0, named=True)
     assert (row["semantic"], row["co_occurrence"]) == (pytest.approx(1.0), pytest.approx(1.0))
     assert row["temporal"] == pytest.approx(np.exp(-1))
-    assert row["score"] == pytest.approx(0.40 + 0.25 + 0.15 * np.exp(-1))
+    assert row["cosine"] == pytest.approx(1.0) and row["cross_reference"] is None  # neither cites: silent
+    assert row["score"] == pytest.approx((0.40 + 0.25 + 0.15 * np.exp(-1)) / 0.80)
 
 
 def test_same_input_in_any_row_order_gives_the_same_rows():

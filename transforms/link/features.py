@@ -1,5 +1,9 @@
 """Per-memory evidence the classifier reads: references, negation, polarity, values, causal cues.
 
+Also `cites` (the memory cites anything: `refs`, or an id named in its text, so
+cross_reference can speak for its pairs) and `term_weights` (each term's rarity weight,
+aligned with `terms`, for the weighted co_occurrence).
+
 Every column depends only on its own memory (and, for `ref_ids`, on which ids exist),
 so a pair's type and reason stay pair-local like its score.
 """
@@ -12,6 +16,7 @@ import re
 import polars as pl
 import pyarrow as pa
 
+from crosstier.transforms.link.calibration import common_term_weights
 from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms
 from crosstier.transforms.link.terms import stem as _stem
 
@@ -236,6 +241,7 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
     ids = set(memories["id"].to_list())
     rows = {name: [] for name in FEATURE_SCHEMA}
+    cites: list[bool] = []
     by_text: dict[str, tuple] = {}
     for mem_id, content, terms, refs, entities in zip(
         memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list(),
@@ -245,8 +251,10 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         if text is None:
             text = by_text[content] = _text_features(content, ids)
         mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause = text
-        refs = {r for r in (refs or ()) if r in ids}
+        refs_given = [r for r in (refs or ()) if r and r != mem_id]
+        refs = {r for r in refs_given if r in ids}
         rows["ref_ids"].append(sorted((refs | mentioned) - {mem_id}))
+        cites.append(bool(refs_given) or bool(mentioned - {mem_id}))
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
         rows["stated_terms"].append(stated)
@@ -260,7 +268,11 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         rows["cause_terms"].append(cause)
     # pyarrow builds list columns from Python lists ~10x faster than pl.Series
     return memories.with_columns(
-        pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
-                               else pa.large_string())).cast(dtype).alias(name)
-        for name, dtype in FEATURE_SCHEMA.items()
+        *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
+                                 else pa.large_string())).cast(dtype).alias(name)
+          for name, dtype in FEATURE_SCHEMA.items()),
+        pl.Series("cites", cites, dtype=pl.Boolean),
+        term_weights=pl.col("terms").list.eval(
+            pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
+        ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
     )

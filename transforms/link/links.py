@@ -15,6 +15,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
 from crosstier.transforms.link.features import link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -30,10 +31,16 @@ def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
     return {key: values[key] for key in sorted(set(_PARAM.findall(sql.load(name))))}
 
 
+def calibration_of(scoring: ScoringConfig) -> Calibration:
+    """The calibration the scoring settings name (the bundled one when they name none)."""
+    return load_calibration(scoring.calibration)
+
+
 def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
     """The SQL parameters of scoring and classification."""
     w = scoring.weights
     return {
+        "co_full": calibration_of(scoring).co_full,
         "w_semantic": w["semantic"],
         "w_co_occurrence": w["co_occurrence"],
         "w_temporal": w["temporal"],
@@ -74,7 +81,11 @@ def link_memories(memories: pl.DataFrame) -> pl.DataFrame:
 
 def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
     """Score the pairs (sql/pair_scores), keep and classify the links (sql/classified_links)."""
-    pairs = pairs.with_columns(pl.Series("cosine", pair_cosines(embeddings, pairs)))
+    cosines = pair_cosines(embeddings, pairs)
+    pairs = pairs.with_columns(
+        pl.Series("cosine", cosines, dtype=pl.Float64),
+        pl.Series("semantic", calibration_of(scoring).semantic(cosines), dtype=pl.Float64),
+    )
     values = scoring_params(scoring)
     con = duckdb.connect()
     try:
