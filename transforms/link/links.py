@@ -163,10 +163,43 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
+def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
+    """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
+
+    Where a fact or an episode has no timestamp, time cannot say which episode the fact was
+    drawn from, so the classifier names every such episode a possible origin (temporal is null
+    on those links). The strongest (score, then the episode's id) stays derives_from; the others
+    become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
+    set of scored links, like the cap, so an incremental run still equals a full one.
+    """
+    undated = (
+        (pl.col("relationship_type") == "derives_from")
+        & pl.col("temporal").is_null()
+        & ~(pl.col("cross_reference").fill_null(0.0) > 0)
+        & (pl.col("origin") == "discovered")
+    )
+    ranked = links.with_row_index("_row").with_columns(
+        pl.when(undated).then(pl.col("score")).alias("_undated_score")
+    )
+    order = ranked.filter(undated).sort(["source_id", "score", "target_id"], descending=[False, True, False])
+    demoted = order.filter(pl.int_range(pl.len()).over("source_id") > 0)["_row"]
+    demote = pl.col("_row").is_in(demoted.implode())
+    swapped = {
+        "source_id": pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
+        "source_tier": pl.when(demote).then(pl.col("target_tier")).otherwise(pl.col("source_tier")),
+        "target_id": pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
+        "target_tier": pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
+        "relationship_type": pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
+    }
+    return ranked.with_columns(**swapped).drop("_row", "_undated_score").sort("source_id", "target_id")
+
+
 def capped_links(links: pl.DataFrame, max_links_per_memory: int) -> pl.DataFrame:
-    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept."""
+    """Links after each undated fact keeps one origin (with_undated_origins) and the cap: at most
+    max_links_per_memory discovered links per memory, strongest kept."""
     if links.height == 0:
         return links.cast(RELATIONSHIP_SCHEMA)
+    links = with_undated_origins(links.cast(RELATIONSHIP_SCHEMA))
     kept = _run("capped_links", {"links": links.cast(RELATIONSHIP_SCHEMA)}, {"max_links": max_links_per_memory})
     return kept.cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id")
 
