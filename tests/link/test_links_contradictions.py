@@ -187,3 +187,16 @@ def test_shared_subject_contradictions(a, b, reason):
 )
 def test_shared_subject_look_alikes_are_not_contradictions(a, b):
     assert pair_link(fact(a), fact(b))["relationship_type"] != "contradicts"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("billing-api uses ruff format now, no more black", "billing-api formats with ruff since PR #520; black is gone."),
+        ("I want ruff format to replace black in billing-api", "billing-api uses ruff format now, no more black"),
+        ("float round() is banned in billing-api", "Invoice tax in billing-api is rounded with Decimal, never float round()"),
+        ("Jonas rejects hand-rolled form state", "Jonas asked for react-hook-form instead of hand-rolled form state"),
+    ],
+)
+def test_both_sides_negating_one_thing_in_other_words_is_no_contradiction(a, b):
+    assert pair_link(fact(a), fact(b))["relationship_type"] != "contradicts"

@@ -180,3 +180,26 @@ def fitted_semantic_knots(cosines: np.ndarray, related: np.ndarray, grid: Sequen
     knots = [(0.0, 0.0)] + [(float(g), float(min(1.0, v / top))) for g, v in zip(grid, values) if g > 0]
     knots[-1] = (max(1.0, knots[-1][0]), knots[-1][1])
     return tuple(knots)
+
+
+COSINE_GRID = tuple(round(0.05 * i, 2) for i in range(21))
+MIN_LABELS = 5  # of each kind: fewer cannot shape a map
+
+
+def fitted_calibration(cosines: Sequence[float], overlaps: Sequence[float], related: Sequence[bool], *, model: str, source: str) -> Calibration:
+    """A calibration fitted from labelled pairs (their cosine, weighted term overlap and label).
+
+    semantic: the isotonic share of related pairs by cosine, scaled so its top is 1
+    (fitted_semantic_knots). co_full: the median weighted overlap of the related pairs that
+    share any term, so a typical true link's shared terms count as full evidence.
+    """
+    related = np.asarray(related, dtype=bool)
+    if related.sum() < MIN_LABELS or (~related).sum() < MIN_LABELS:
+        raise CalibrationError(
+            f"need at least {MIN_LABELS} related and {MIN_LABELS} unrelated pairs, got {int(related.sum())} and {int((~related).sum())}"
+        )
+    knots = fitted_semantic_knots(np.asarray(cosines, dtype=np.float64), related, COSINE_GRID)
+    shared = np.asarray(overlaps, dtype=np.float64)[related]
+    shared = shared[shared > 0]
+    co_full = float(np.clip(np.median(shared), 0.1, 1.0)) if len(shared) else 1.0
+    return calibration_from_dict({"model": model, "semantic_knots": knots, "co_full": round(co_full, 4)}, source)

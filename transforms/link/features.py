@@ -180,6 +180,34 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     return cue, sorted(phrases), sorted(stated), sorted(scope)
 
 
+# Words that negate without a negation particle. They only widen a memory's negation scope (never
+# make a negated phrase of their own), so two texts that both reject a thing, one with "no more
+# black" and one with "black is gone", read as agreeing: precision only, no new conflicts.
+_LEXICAL_BEFORE = re.compile(
+    r"\b(?:replac(?:e|es|ed|ing)|reject(?:s|ed|ing)?|ban(?:s|ned)?|drop(?:s|ped)?|remov(?:e|es|ed|ing)|ditch(?:es|ed)?|"
+    r"abandon(?:s|ed)?|avoid(?:s|ed)?|forbid(?:s|den)?|deprecat(?:e|es|ed)|stop(?:s|ped)?\s+using)\b",
+    re.IGNORECASE,
+)
+_LEXICAL_AFTER = re.compile(
+    r"\b(?:is|are|was|were|been|be|now)\s+(?:now\s+)?(?:gone|banned|removed|dropped|deprecated|retired|forbidden|"
+    r"disabled|obsolete|dead)\b",
+    re.IGNORECASE,
+)
+
+
+def lexical_negation_scope(content: str) -> list[str]:
+    """Content words a lexical negation covers: the next two after "replaces", "rejects", "bans"...,
+    the last two before "is gone", "was removed", "is banned"... (within the clause)."""
+    scope = set()
+    for match in _LEXICAL_BEFORE.finditer(content):
+        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
+        scope.update(_content_words(clause)[:_NEGATED_PHRASE_WORDS])
+    for match in _LEXICAL_AFTER.finditer(content):
+        clause = re.split(r"[,;:!?]|\.(?!\w)", content[: match.start()])[-1]  # "round() is banned": brackets stay
+        scope.update(_content_words(clause)[-_NEGATED_PHRASE_WORDS:])
+    return sorted(scope)
+
+
 def causal_cue(content: str) -> tuple[str | None, list[str]]:
     """The first causal cue in the text and the terms on its cause side (after "because", before "led to")."""
     for match in _CUE.finditer(content):
@@ -286,6 +314,7 @@ def mentioned_ids(content: str, ids: set[str]) -> list[str]:
 def _text_features(content: str, ids: set[str]) -> tuple:
     """The evidence that depends on the text alone (one call per distinct content)."""
     cue, negated, stated, scope = negated_terms(content)
+    scope = sorted(set(scope) | set(lexical_negation_scope(content)))
     marks = polarity_marks(content)
     flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
     return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip, value_terms(content),
