@@ -39,9 +39,21 @@ def _file_labels(path: str) -> list[tuple[str, str, bool, str]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    import sys
+
+    from crosstier.cli.cmd_read import settings_for
+    from crosstier.retrieval.errors import ReadSideError
+
+    try:
+        return calibrate(args, settings_for(args))
+    except ReadSideError as exc:
+        print(f"ctc calibrate: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def calibrate(args: argparse.Namespace, settings) -> int:
     import numpy as np
 
-    from crosstier.cli.settings_arg import settings_from_args
     from crosstier.core.catalog import Catalog
     from crosstier.core.manual_log import read_records
     from crosstier.core.vocabulary import NOT_RELATED
@@ -49,7 +61,6 @@ def main(args: argparse.Namespace) -> int:
     from crosstier.retrieval.vectors import snapshot_vectors
     from crosstier.transforms.link.calibration import CalibrationError, fitted_calibration, weighted_overlap
 
-    settings = settings_from_args(args)
     snapshot = open_snapshot(settings.output_dir, settings)
     vectors = snapshot_vectors(snapshot)
     memories = {r["id"]: r for r in snapshot.query("select id, namespace, terms, refs from memories")}

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -106,9 +107,17 @@ def calibration_from_dict(doc: dict, source: str) -> Calibration:
     return Calibration(knots, co_full, str(doc.get("model", "")), source)
 
 
-@functools.lru_cache(maxsize=8)
 def load_calibration(path: str | None = None) -> Calibration:
-    """The calibration a config names, or the bundled one (path None)."""
+    """The calibration a config names, or the bundled one (path None); read again when the file changes."""
+    try:
+        stamp = os.stat(path).st_mtime_ns if path is not None else 0
+    except OSError:
+        stamp = -1
+    return _load_calibration(path, stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_calibration(path: str | None, stamp: int) -> Calibration:
     if path is None:
         text = resources.files(__package__).joinpath("calibration.json").read_text(encoding="utf-8")
         return calibration_from_dict(json.loads(text), BUNDLED)
