@@ -183,13 +183,13 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:
         scored, pairs = scored_by_namespace(memories, vectors, scoring, None)
-        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, memories.height, 0)
+        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
     fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh]).sort("source_id", "target_id", "relationship_type")
-    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, len(focus), len(deleted))
+    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, len(focus), len(deleted))
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

@@ -421,7 +421,7 @@ def _markdown_records(store: StoreConfig) -> Iterator[RawRecord]:
     if not root.is_dir():
         raise ExtractError(f"store '{store.name}': markdown workspace folder not found: {root}")
     try:
-        for location, raw, fields, error in markdown_records(root, store.name):
+        for location, raw, fields, error in markdown_records(root, store.name, store.timezone):
             yield RawRecord(location, raw, fields, error)
     except OSError as exc:
         raise ExtractError(f"store '{store.name}': cannot read workspace {root}: {exc}") from exc
