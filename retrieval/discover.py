@@ -18,21 +18,6 @@ NEW_MEMORY_ID = "new-memory"
 _INVERSE = {"generalizes": "specializes", "specializes": "generalizes"}
 
 
-def _embedding_text(frame, new_id: str) -> list[str]:
-    """The text the batch pipeline would embed for the new memory (crosstier.transforms.embed.text:
-    an episode with a session is embedded with its session neighbours), as a one-item list."""
-    import polars as pl
-
-    new = frame.filter(pl.col("id") == new_id)
-    try:
-        from crosstier.transforms.embed.text import embedding_texts
-    except ModuleNotFoundError:  # an older pipeline embedded the content alone
-        return new.get_column("content").to_list()
-    session, namespace = new.get_column("session_id")[0], new.get_column("namespace")[0]
-    scope = new if session is None else frame.filter((pl.col("namespace") == namespace) & (pl.col("session_id") == session))
-    return embedding_texts(scope).filter(pl.col("id") == new_id).get_column("text").to_list()
-
-
 def discover_links(
     content: str,
     *,
@@ -57,6 +42,7 @@ def discover_links(
     import numpy as np
     import polars as pl
 
+    from crosstier.transforms.embed.text import context_vectors
     from crosstier.transforms.link.links import scored_links
     from crosstier.transforms.schema import MEMORY_SCHEMA
     from crosstier.transforms.link.terms import with_terms
@@ -95,11 +81,14 @@ def discover_links(
     frame = pl.concat([corpus.select(new.columns).cast(new.schema), new], how="vertical")
 
     model = embedding_model(snapshot, settings)
-    query = embed_texts(model, settings, _embedding_text(frame, new_id), export_dir(snapshot))
+    query = embed_texts(model, settings, [content.strip()], export_dir(snapshot))
     rows = [vectors.row[i] for i in corpus.get_column("id").to_list()]
     matrix = np.vstack([vectors.matrix[rows], query]) if rows else query
     if matrix.shape[1] != query.shape[1]:
         raise InvalidArgumentError(f"model {model!r} gives {query.shape[1]}-dim vectors, the snapshot has {matrix.shape[1]}")
+    # a session turn's vector takes in its neighbours' as the batch run does (crosstier.transforms.embed.text);
+    # the neighbours' snapshot vectors already hold their own context, so this is the batch vector approximately
+    matrix[-1] = context_vectors(frame, matrix)[-1]
 
     links = scored_links(frame, matrix, settings.scoring, focus_ids={new_id})
     texts = dict(zip(frame.get_column("id").to_list(), frame.get_column("content").to_list()))

@@ -30,13 +30,13 @@ kept as (
         a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negation_scope as a_scope,
         a.polarity as a_polarity,
         a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
-        a.causal_cue as a_cue, a.cause_terms as a_cause,
+        a.causal_cue as a_cue, a.cause_terms as a_cause, a.exclusive as a_exclusive,
         a.copy_text as a_copy, a.value_labels as a_labels,
         b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
         b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated, b.negation_scope as b_scope,
         b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
-        b.causal_cue as b_cue, b.cause_terms as b_cause,
+        b.causal_cue as b_cue, b.cause_terms as b_cause, b.exclusive as b_exclusive,
         b.copy_text as b_copy, b.value_labels as b_labels,
         least(a.latin_share, b.latin_share) as script_share
     from above_threshold as s
@@ -90,6 +90,18 @@ evidence as (
             ), k)
         ) as conflict_subjects,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
+        -- a different agent or object in the same event ("a man" / "a woman", "a dog" / "a cat"):
+        -- a group both name whose members do not meet (a side naming both meets either)
+        list_filter(
+            list_intersect(
+                list_transform(a_exclusive, lambda v: split_part(v, '=', 1)),
+                list_transform(b_exclusive, lambda w: split_part(w, '=', 1))
+            ),
+            lambda g: not list_has_any(
+                list_filter(a_exclusive, lambda v: split_part(v, '=', 1) = g),
+                list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = g)
+            )
+        ) as exclusive_groups,
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
         -- word of it, outside any negation; two sides whose negations share a word negate the same thing
         not list_has_any(a_scope, b_scope) as negations_apart,
@@ -98,10 +110,13 @@ evidence as (
         negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0
             as b_negates_a,
         case
+            -- an episode that cites the fact gives evidence for it (supports); without two dates every
+            -- other episode may be the origin; the strongest one per fact stays
+            -- derives_from (links.with_undated_origins), the others become supports
             when a_tier = 'semantic' and b_tier = 'episodic' then
-                a_refers_b or coalesce(b_ts <= a_ts, false)
+                a_refers_b or (not b_refers_a and coalesce(b_ts <= a_ts, true))
             when a_tier = 'episodic' and b_tier = 'semantic' then
-                b_refers_a or coalesce(a_ts <= b_ts, false)
+                b_refers_a or (not a_refers_b and coalesce(a_ts <= b_ts, true))
         end as episode_is_origin
     from vouched
 ),
@@ -121,11 +136,12 @@ rules as (
     select
         *,
         len(conflict_subjects) > 0 as value_conflict,
+        len(exclusive_groups) > 0 as exclusive_conflict,
         list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
         list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
         semantic >= $contradiction_min_semantic
             and subject_overlap >= $contradiction_min_overlap
-            and (value_conflict or antonym_conflict or a_negates_b or b_negates_a)
+            and (value_conflict or antonym_conflict or len(exclusive_groups) > 0 or a_negates_b or b_negates_a)
             and not same_text as is_conflict,
         coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
         coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,
@@ -199,6 +215,14 @@ reasoned as (
                         || array_to_string(list_sort(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2)))), ', ')
                     when antonym_conflict then
                         'opposite ' || regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '')
+                    when exclusive_conflict then
+                        array_to_string(list_sort(list_transform(
+                            list_filter(a_exclusive, lambda v: split_part(v, '=', 1) = exclusive_groups[1]),
+                            lambda v: split_part(v, '=', 2))), ', ')
+                        || ' vs '
+                        || array_to_string(list_sort(list_transform(
+                            list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = exclusive_groups[1]),
+                            lambda w: split_part(w, '=', 2))), ', ')
                     else 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'
                 end
             when relationship_type = 'causal' then
@@ -254,6 +278,7 @@ final as (
         co_occurrence,
         temporal,
         cross_reference,
+        cosine,
         reason,
         'discovered' as origin,
         namespace,

@@ -58,6 +58,9 @@ class ScoringConfig:
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
     contradiction_min_overlap: float = 0.5
     sequence_max_hours: float = 24.0
+    # The calibration file (`ctc calibrate` writes one) mapping raw cosine and term overlap onto
+    # the evidence scale; None: the bundled calibration for all-MiniLM-L6-v2.
+    calibration: str | None = None
     # A cosine the model cannot vouch for makes no link on its own: when either text has less
     # than this share of its letters in Latin script (the bundled model is English), the pair
     # needs an explicit reference or co_occurrence >= unvouched_min_co_occurrence as well.
@@ -162,7 +165,7 @@ def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
     return StoreConfig(**{**raw, "path": path, "chunk_rows": chunk_rows})
 
 
-def _scoring(raw: dict) -> ScoringConfig:
+def _scoring(raw: dict, base: Path = Path.cwd()) -> ScoringConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"scoring: expected a table, got {raw!r}")
     defaults = ScoringConfig()
@@ -194,9 +197,18 @@ def _scoring(raw: dict) -> ScoringConfig:
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
+        calibration=_calibration_path(raw.get("calibration"), base),
         min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),
         unvouched_min_co_occurrence=_number("scoring.unvouched_min_co_occurrence", raw.get("unvouched_min_co_occurrence", defaults.unvouched_min_co_occurrence), low=0.0, high=1.0),
     )
+
+
+def _calibration_path(raw: object, base: Path) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(f"scoring.calibration: expected a file path, got {raw!r}")
+    return _resolved(raw, base)
 
 
 def _embedding(raw: dict) -> EmbeddingConfig:
@@ -286,7 +298,7 @@ def settings_from_dict(doc: dict, *, base: Path, env: dict[str, str] | None = No
     return Settings(
         output_dir=out_path.resolve(),
         stores=stores,
-        scoring=_scoring(doc.get("scoring", {})),
+        scoring=_scoring(doc.get("scoring", {}), base),
         embedding=replace(embedding, cache_dir=_resolved(embedding.cache_dir, base)),
         enabled=_bool("CORRELATOR_ENABLED", correlator.get("enabled", True)),
         auto_discover=_bool("AUTO_DISCOVER_ENABLED", correlator.get("auto_discover", True)),
