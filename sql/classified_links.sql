@@ -38,7 +38,8 @@ kept as (
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause, b.exclusive as b_exclusive,
         b.copy_text as b_copy, b.value_labels as b_labels,
-        least(a.latin_share, b.latin_share) as script_share
+        least(a.latin_share, b.latin_share) as script_share,
+        a.ended as a_ended, b.ended as b_ended
     from above_threshold as s
     join memories as a on a.idx = s.a_idx
     join memories as b on b.idx = s.b_idx
@@ -123,12 +124,18 @@ evidence as (
 
 not_contradictions as (
     -- conflicts that are not contradictions (DESIGN.md, contradicts): copies (the same normalised
-    -- text, transforms/link/copies.py) never contradict, and a conflict between two episodes at
-    -- different times is a change of state (temporal_sequence, the reason says what changed)
+    -- text, transforms/link/copies.py) never contradict; a conflict between two episodes at
+    -- different times, or between a state said to have ended ("ran on 3.11 until PR #509") and
+    -- another, is a change of state (the reason says what changed, earlier -> later)
     select
         *,
         coalesce(a_copy = b_copy, false) as same_text,
-        a_tier = 'episodic' and b_tier = 'episodic' and coalesce(a_ts <> b_ts, false) as dated_apart
+        a_tier = 'episodic' and b_tier = 'episodic' and coalesce(a_ts <> b_ts, false) as dated_apart,
+        coalesce(a_ended, false) <> coalesce(b_ended, false) as ended_apart,
+        case
+            when a_tier = 'episodic' and b_tier = 'episodic' and a_ts <> b_ts then a_ts < b_ts
+            else coalesce(a_ended, false)
+        end as a_before
     from evidence
 ),
 
@@ -155,8 +162,8 @@ rules as (
 conflicts as (
     select
         *,
-        is_conflict and not dated_apart as is_contradiction,
-        is_conflict and dated_apart as is_state_change
+        is_conflict and not (dated_apart or ended_apart) as is_contradiction,
+        is_conflict and (dated_apart or ended_apart) as is_state_change
     from rules
 ),
 
@@ -166,7 +173,7 @@ typed as (
         *,
         case
             when is_contradiction then 'contradicts'
-            when is_state_change then 'temporal_sequence'
+            when is_state_change and a_tier = 'episodic' and b_tier = 'episodic' then 'temporal_sequence'
             when a_causes_b or b_causes_a then 'causal'
             when is_sequence then 'temporal_sequence'
             when episode_is_origin then 'derives_from'
@@ -235,10 +242,10 @@ reasoned as (
                             list_concat(a_labels, b_labels), lambda l: split_part(l, '=', 1) = conflict_subjects[1]
                         )[1], '=', 2) || ' ', '')
                         || array_to_string(list_sort(list_distinct(list_transform(
-                            case when a_first then a_own_values else b_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
+                            case when a_before then a_own_values else b_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
                         || ' -> '
                         || array_to_string(list_sort(list_distinct(list_transform(
-                            case when a_first then b_own_values else a_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
+                            case when a_before then b_own_values else a_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
                     when antonym_conflict then
                         regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '') || ' turned the other way'
                     else 'now negated (' || case when a_negates_b then a_negation else b_negation end || ')'

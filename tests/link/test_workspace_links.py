@@ -109,6 +109,11 @@ def test_copy_groups_and_collapse_are_order_independent():
             "temporal_sequence", "Changed: enable turned the other way", id="switch-flips-over-time",
         ),
         pytest.param(
+            {"tier": "semantic", "content": "billing-api ran on Python 3.11 until PR #509"},
+            {"tier": "semantic", "content": "billing-api runs on Python 3.12 since PR #509"},
+            "references", "Changed: billing-api Python 3.11 -> 3.12", id="a-state-said-to-have-ended",
+        ),
+        pytest.param(
             {"tier": "semantic", "content": "The API uses Python 3.11"},
             {"tier": "semantic", "content": "The API uses Python 3.12"},
             "contradicts", "Contradiction: 3.11 vs 3.12", id="undated-facts-still-contradict",
@@ -127,7 +132,7 @@ def test_conflicts_between_states_and_copies(a, b, rtype, reason):
         assert link is None or link["relationship_type"] != "contradicts"
         return
     assert (link["relationship_type"], link["reason"]) == (rtype, reason)
-    if rtype == "temporal_sequence":
+    if rtype != "contradicts":
         assert link["source_id"] == "a"  # earlier -> later
 
 

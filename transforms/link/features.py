@@ -336,6 +336,9 @@ def without_boilerplate(content: str) -> str:
     return _BOILERPLATE.sub(" ", content)
 
 
+_NOT_A_UNIT = frozenset(("until", "till", "since", "before", "after", "from", "to", "and", "or", "in", "on", "at", "by", "for", "with"))
+
+
 def value_labels(content: str) -> list[str]:
     """'subject=label' for each stated value: the clause's first content word and the word after
     the value ("Kanban board holds 16 ideas" -> "hold=Kanban ideas"), to say what changed."""
@@ -348,10 +351,22 @@ def value_labels(content: str) -> list[str]:
         clause = _SUBJECT_CLAUSE_END.split(text[: match.start()])[-1]
         words = [w for w in _SUBJECT_WORD.findall(clause) if w.lower() not in STOP_WORDS]
         after = _SUBJECT_WORD.match(text[match.end():].lstrip())
+        if after and (after.group(0).lower() in STOP_WORDS or after.group(0).lower() in _NOT_A_UNIT):
+            after = None  # "3.11 until ...": no unit after the value, the subject names it
         second = after.group(0) if after else (words[-1] if len(words) > 1 else "")
         label = " ".join(w for w in (words[0] if words else subject, second) if w)
         out.add(f"{subject}={label}")
     return sorted(out)
+
+
+# A state said to have ended ("ran on Python 3.11 until PR #509", "used to deploy on Fridays"):
+# it and the state that followed it are a change of state, not a contradiction.
+_ENDED = re.compile(r"\b(?:until|till|used to|formerly|previously)\b", re.IGNORECASE)
+
+
+def ended_state(content: str) -> bool:
+    """Whether the text says its state ended (until, used to, formerly, previously)."""
+    return bool(_ENDED.search(content))
 
 
 def copy_text(content: str) -> str:
@@ -444,4 +459,5 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
         # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
         latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
+        ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),
     )
