@@ -200,3 +200,20 @@ def test_is_scaffolding(text, scaffolding):
 )
 def test_label_of(text, label):
     assert label_of(text) == label
+
+
+def test_an_unclosed_comment_or_dreaming_block_loses_nothing(tmp_path):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-06-12.md").write_text(
+        "## Notes\n- First entry.\n\n"
+        "<!-- openclaw:dreaming:light:start -->\n- Candidate: staged line\n  - evidence: memory/2026-06-12.md:2-2\n\n"
+        "## Later (21:00)\n- Third entry, after a block left open.\n<!-- a note never closed\n- Second entry.\n"
+    )
+    result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(tmp_path)), LIMIT)
+    contents = result.memories["content"].to_list()
+    assert "Notes: First entry." in contents
+    assert any(c.startswith("Later: Third entry, after a block left open.") for c in contents)  # not a candidate
+    assert any("Second entry." in c for c in contents)
+    first = json.loads(result.memories.filter(pl.col("content") == "Notes: First entry.")["metadata"][0])
+    assert first["dreaming"][0]["text"] == "staged line"  # the candidate is kept with the entry it cites
+    assert result.records_read == result.memories.height + result.rejects.height

@@ -278,8 +278,8 @@ def markdown_blocks(lines: list[tuple[str, bool]], relpath: str = "") -> list[Bl
             promotions.append(f"{marker.group(1)}:{marker.group(2)}-{marker.group(3)}")
         if "<!--" in line:
             without = COMMENT.sub("", line)
-            if "<!--" in without:
-                in_comment = True
+            if "<!--" in without and any("-->" in later for later, _ in lines[number:]):
+                in_comment = True  # a comment left open to the end of the file is text, not a silent loss
                 without = without.split("<!--", 1)[0]
             if not without.strip():
                 continue
@@ -468,7 +468,9 @@ def memory_dir_entries(root: Path, path: Path, store: str, zone: tzinfo, line_id
             continue
         cited = provenance(block)
         text = Block(block.start, cited.content).text() if cited.content else ""
-        if block.dreaming is not None or CANDIDATE.match(text):
+        # machine output: a candidate or theme anywhere, or bookkeeping inside a dreaming block
+        # (an entry of the agent's own after a block left open is still a memory)
+        if CANDIDATE.match(text) or (block.dreaming is not None and (cited.dream_fields or cited.sources)):
             out.append(Entry(location, _raw(block), None, None, cited.sources, {
                 "phase": block.dreaming or "promotion", "text": CANDIDATE.sub("", text)[:300], "location": location,
                 **cited.dream_fields,
