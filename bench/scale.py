@@ -4,7 +4,7 @@ the CLI in a subprocess, and its wall time, peak memory and seconds per stage.
     .venv/bin/python bench/scale.py --n 100000                      # one agent, one namespace
     .venv/bin/python bench/scale.py --n 1000000 --namespaces 1000   # many agents
     .venv/bin/python bench/scale.py --n 100000 --format jsonl       # the same corpus as a JSONL store
-    .venv/bin/python bench/scale.py --n 100000 --check-recall       # approximate search vs exact
+    .venv/bin/python bench/scale.py --n 100000 --min-score 0.45 --check-recall  # approximate vs exact search
     .venv/bin/python bench/scale.py --n 100000 --task-runner dask   # a local Dask cluster
 
 The corpus (vectorised, so 1M rows take seconds): per namespace, sessions of 10 chat turns
@@ -16,7 +16,7 @@ members of a topic sit at cosine ~0.5 and turns of a session ~0.7; a fact at ~0.
 
 Peak RSS is each process's high-water mark (/proc VmHWM, polled): the flow process (the
 `ctc` command) and each process under it (Dask workers, Prefect's API server).
---check-recall runs a second time with exact search forced (CTC_ANN_MIN_MEMORIES=0 for the
+--check-recall runs a second time with exact search forced (ANN_MIN_MEMORIES=0 for the
 first run forces the approximate search; the second sets it out of reach) and prints the
 share of the exact run's over-threshold pairs (links before the cap) that the first found.
 Last line: RESULT name=value ...
@@ -254,6 +254,7 @@ def main() -> None:
     parser.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     parser.add_argument("--task-runner", choices=("default", "dask"), default="default")
     parser.add_argument("--check-recall", action="store_true", help="force the approximate search, then compare with an exact run")
+    parser.add_argument("--min-score", type=float, default=None, help="MIN_CORRELATION_SCORE for the run (a lowered one turns on the similarity search)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp folder)")
     args = parser.parse_args()
@@ -269,8 +270,10 @@ def main() -> None:
     )
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
     env.setdefault("PREFECT_HOME", str(work / "prefect-home"))
+    if args.min_score is not None:
+        env["MIN_CORRELATION_SCORE"] = str(args.min_score)
     if args.check_recall:
-        env["CTC_ANN_MIN_MEMORIES"] = "0"
+        env["ANN_MIN_MEMORIES"] = "0"
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     run = run_ctc(work, args.task_runner, env, "run.log")
     load_after = Path("/proc/loadavg").read_text().split()[:3]
@@ -283,6 +286,7 @@ def main() -> None:
     print(f"  load average before {' '.join(load_before)}, after {' '.join(load_after)} (2 shared cores: timings are noisy)")
     result = {
         "n": written, "namespaces": args.namespaces, "format": args.format, "task_runner": args.task_runner,
+        "min_score": args.min_score if args.min_score is not None else "default",
         "wall_s": round(run["wall"], 2),
         "flow_peak_rss_mib": round(max(run["peaks"].get("flow", [0.0])), 0),
     }
@@ -293,7 +297,7 @@ def main() -> None:
     result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
     if args.check_recall:
         approximate = over_threshold_pairs(work / "warehouse")
-        env["CTC_ANN_MIN_MEMORIES"] = str(10**12)
+        env["ANN_MIN_MEMORIES"] = str(10**12)
         exact_run = run_ctc(work, args.task_runner, env, "run-exact.log")
         exact = over_threshold_pairs(work / "warehouse")
         found = exact.join(approximate, on=["a", "b"], how="semi").height
@@ -304,6 +308,7 @@ def main() -> None:
     result["loadavg"] = load_after[0]
     command = f".venv/bin/python bench/scale.py --n {args.n} --namespaces {args.namespaces} --format {args.format}"
     command += (" --task-runner dask" if args.task_runner == "dask" else "") + (" --check-recall" if args.check_recall else "")
+    command += f" --min-score {args.min_score}" if args.min_score is not None else ""
     print(f"reproduce: {command}")
     print("RESULT " + " ".join(f"{k}={v}" for k, v in result.items()))
 

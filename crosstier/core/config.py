@@ -57,6 +57,12 @@ class ScoringConfig:
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
     contradiction_min_overlap: float = 0.5
     sequence_max_hours: float = 24.0
+    # From this many memories in a namespace, the cosine range search for pairs that qualify
+    # on similarity alone (lowered thresholds) uses an approximate inverted-file index that
+    # scans `ann_probes` of its ~2*sqrt(n) lists instead of all n^2 pairs; below it the search
+    # is exact. 50,000 exact takes ~10 s on 2 cores, 100,000 ~40 s (docs/links.md, Scale).
+    ann_min_memories: int = 50_000
+    ann_probes: int = 16
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,8 @@ def _scoring(raw: dict) -> ScoringConfig:
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
+        ann_min_memories=int(_number("scoring.ann_min_memories", raw.get("ann_min_memories", defaults.ann_min_memories), integer=True, low=0)),
+        ann_probes=int(_number("scoring.ann_probes", raw.get("ann_probes", defaults.ann_probes), integer=True, low=1)),
     )
 
 
@@ -222,6 +230,7 @@ def _resolved(path: str | None, base: Path) -> str | None:
 ENV_OVERRIDES = {
     "MIN_CORRELATION_SCORE": ("scoring", "min_correlation_score"),
     "MAX_LINKS_PER_MEMORY": ("scoring", "max_links_per_memory"),
+    "ANN_MIN_MEMORIES": ("scoring", "ann_min_memories"),
     "EMBEDDING_MODEL": ("embedding", "model"),
     "EMBED_DEVICE": ("embedding", "device"),
     "EMBED_BACKEND": ("embedding", "backend"),

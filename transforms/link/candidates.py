@@ -34,21 +34,22 @@ The group keys are the same, only the per-pair check moves before materialising,
 the result is the same as joining everything. Then each candidate's exact upper bound is
 checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
 
-When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by an
-exact blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term
-routes use every term. Explicit references are always candidates.
+When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by a
+range search on cosine (s >= max(s_min(a), s_min(b))), exact below `ann_min_memories`
+memories in a namespace and approximate from there (transforms/link/neighbours.py), and
+the term routes use every term. Explicit references are always candidates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.neighbours import similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
     from threadpoolctl import threadpool_limits
@@ -58,7 +59,6 @@ except ImportError:  # pragma: no cover
 PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
-_BLOCK = 2048
 _CHUNK = 16_384  # pairs per gather: small enough to stay in cache
 _CELLS = 1 << 22  # cosines per matmul block of a term search (16 MiB of float32)
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
@@ -297,15 +297,11 @@ def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray
     return np.where(timed, timed_floor, routes["untimed"][1]).astype(np.float64)
 
 
-def _blocks(n: int) -> Iterator[slice]:
-    for start in range(0, n, _BLOCK):
-        yield slice(start, min(n, start + _BLOCK))
-
-
 def similarity_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
 ) -> pl.DataFrame:
-    """Pairs with cosine >= max(floor(a), floor(b)): an exact blocked range search (lowered thresholds only)."""
+    """Pairs with cosine >= max(floor(a), floor(b)) (lowered thresholds only): a range search per
+    namespace, exact while the namespace is smaller than `ann_min_memories` (transforms/link/neighbours.py)."""
     floor = semantic_floor(memories, scoring)
     searchable = floor <= 1.0 + _COS_SLACK
     if not searchable.any():
@@ -316,18 +312,11 @@ def similarity_pairs(
     for namespace in np.unique(namespaces[searchable]):
         members = np.flatnonzero(searchable & (namespaces == namespace))
         queries = members[focus_mask[members]]
-        base = embeddings[members]
-        for block in _blocks(len(queries)):
-            rows = queries[block]
-            sims = embeddings[rows] @ base.T
-            need = np.maximum(floor[rows][:, None], floor[members][None, :]) - _COS_SLACK
-            qi, bi = np.nonzero(sims >= need)
-            a, b = rows[qi], members[bi]
-            keep = a != b
-            found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    if not found:
-        return pl.DataFrame(schema=PAIR_SCHEMA)
-    pairs = np.concatenate(found)
+        found.append(similar_pairs(
+            embeddings, members, queries, floor,
+            ann_min_memories=scoring.ann_min_memories, ann_probes=scoring.ann_probes,
+        ))
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
     return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
 
 
