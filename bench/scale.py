@@ -16,9 +16,10 @@ members of a topic sit at cosine ~0.5 and turns of a session ~0.7; a fact at ~0.
 
 Peak RSS is each process's high-water mark (/proc VmHWM, polled): the flow process (the
 `ctc` command) and each process under it (Dask workers, Prefect's API server).
---check-recall runs a second time with exact search forced (ANN_MIN_MEMORIES=0 for the
-first run forces the approximate search; the second sets it out of reach) and prints the
-share of the exact run's over-threshold pairs (links before the cap) that the first found.
+--check-recall then runs the cosine range search of candidate search (transforms/link/neighbours.py)
+both ways on the corpus's vectors, at the similarity floors of the run's scoring (0.75 when
+the scoring searches nothing on similarity alone), and prints the share of the exact search's
+pairs (every pair over the floor) that the approximate index finds, with both searches' seconds.
 Last line: RESULT name=value ...
 """
 
@@ -164,6 +165,7 @@ class PeakMemory:
     def __init__(self, pid: int, every: float = 0.2) -> None:
         self.pid, self.every = pid, every
         self.peaks: dict[int, tuple[str, float]] = {}
+        self.cpu: dict[int, float] = {}  # user + system seconds, the last seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -188,6 +190,8 @@ class PeakMemory:
                 pid = todo.pop()
                 todo.extend(tree.get(pid, []))
                 try:
+                    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    self.cpu[pid] = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
                     status = Path(f"/proc/{pid}/status").read_text()
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:
@@ -238,13 +242,42 @@ def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) ->
     peaks: dict[str, list[float]] = {}
     for pid, (cmd, mib) in sorted(memory.peaks.items()):
         peaks.setdefault(role(pid, process.pid, cmd), []).append(mib)
-    return {"wall": wall, "peaks": peaks, "summary": summary}
+    return {"wall": wall, "peaks": peaks, "summary": summary, "flow_cpu": memory.cpu.get(process.pid, 0.0)}
 
 
-def over_threshold_pairs(warehouse: Path) -> pl.DataFrame:
-    """The run's scored links before the cap (the incremental state), as (source_id, target_id)."""
-    frame = pl.read_parquet(warehouse / "parquet" / "scored_links.parquet").filter(pl.col("reason") != "Explicit reference")
-    return frame.select(pl.min_horizontal("source_id", "target_id").alias("a"), pl.max_horizontal("source_id", "target_id").alias("b")).unique()
+def search_recall(store: Path, fmt: str, min_score: float | None) -> dict:
+    """The approximate cosine range search against the exact one, on the corpus's vectors, at the
+    similarity floors of the run's scoring (a lowered --min-score gives floors <= 1): the share of
+    the exact search's pairs it finds, and both searches' seconds."""
+    from dataclasses import replace
+
+    from crosstier.core.config import ScoringConfig
+    from crosstier.transforms.link.candidates import semantic_floor
+    from crosstier.transforms.link.neighbours import approximate_pairs, exact_pairs
+
+    frame = pl.read_parquet(store) if fmt == "parquet" else pl.read_ndjson(store)
+    scoring = ScoringConfig() if min_score is None else replace(ScoringConfig(), min_correlation_score=min_score)
+    floor = semantic_floor(frame.with_columns(pl.col("timestamp").cast(pl.String).str.to_datetime(time_zone="UTC")) if fmt == "jsonl" else frame, scoring)
+    if not (floor <= 1.0).any():
+        floor = np.full(frame.height, 0.75)  # the defaults search nothing on similarity alone: measure at 0.75
+    vectors = frame["embedding"].list.to_array(DIM).to_numpy().astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = {}
+    for namespace, rows in frame.with_row_index("_r").group_by("namespace", maintain_order=True).agg("_r").iter_rows():
+        members = np.asarray(rows, dtype=np.int64)
+        t = time.perf_counter()
+        exact = exact_pairs(vectors, members, members, floor)
+        exact_s = time.perf_counter() - t
+        t = time.perf_counter()
+        approximate = approximate_pairs(vectors, members, members, floor, scoring.ann_probes)
+        approximate_s = time.perf_counter() - t
+        found = pl.DataFrame(approximate, schema=["a", "b"], orient="row").join(pl.DataFrame(exact, schema=["a", "b"], orient="row"), on=["a", "b"], how="semi").height
+        recall = found / len(exact) if len(exact) else 1.0
+        print(f"search recall ({namespace}, {len(members)} memories, floor {float(floor.min()):.3f}): approximate found {found} of the exact "
+              f"{len(exact)} pairs ({recall:.4f}); exact {exact_s:.1f} s, approximate {approximate_s:.1f} s (probes {scoring.ann_probes})")
+        out = {"ann_recall": round(recall, 4), "exact_pairs": len(exact), "exact_search_s": round(exact_s, 1), "ann_search_s": round(approximate_s, 1)}
+        break  # the first (largest with one namespace) namespace is enough to measure
+    return out
 
 
 def main() -> None:
@@ -253,7 +286,7 @@ def main() -> None:
     parser.add_argument("--namespaces", type=int, default=1)
     parser.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     parser.add_argument("--task-runner", choices=("default", "dask"), default="default")
-    parser.add_argument("--check-recall", action="store_true", help="force the approximate search, then compare with an exact run")
+    parser.add_argument("--check-recall", action="store_true", help="then measure the approximate cosine search against the exact one on the corpus")
     parser.add_argument("--min-score", type=float, default=None, help="MIN_CORRELATION_SCORE for the run (a lowered one turns on the similarity search)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp folder)")
@@ -269,17 +302,16 @@ def main() -> None:
         f'[output]\ndir = "warehouse"\n[[stores]]\nname = "corpus"\nkind = "{args.format}"\npath = "{store.name}"\n'
     )
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
-    env.setdefault("PREFECT_HOME", str(work / "prefect-home"))
+    # One Prefect home for every bench run, as a user has one: its database is set up once, not per run.
+    env.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "ctc-bench-prefect-home"))
     if args.min_score is not None:
         env["MIN_CORRELATION_SCORE"] = str(args.min_score)
-    if args.check_recall:
-        env["ANN_MIN_MEMORIES"] = "0"
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     run = run_ctc(work, args.task_runner, env, "run.log")
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     summary = run["summary"]
     stages = summary.get("stage_seconds", {})
-    print(f"run: {run['wall']:.1f} s wall, {summary['memories']} memories, {summary['rejects']} rejects, "
+    print(f"run: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
           f"{summary['pairs_scored']} pairs scored, {summary['relationships']} links")
     print("  stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in stages.items()))
     print("  peak RSS (MiB): " + ", ".join(f"{k} {', '.join(f'{v:.0f}' for v in vs)}" for k, vs in run["peaks"].items()))
@@ -288,6 +320,7 @@ def main() -> None:
         "n": written, "namespaces": args.namespaces, "format": args.format, "task_runner": args.task_runner,
         "min_score": args.min_score if args.min_score is not None else "default",
         "wall_s": round(run["wall"], 2),
+        "flow_cpu_s": round(run["flow_cpu"], 1),  # the flow process's CPU seconds: less noisy than wall on a shared machine
         "flow_peak_rss_mib": round(max(run["peaks"].get("flow", [0.0])), 0),
     }
     for i, mib in enumerate(run["peaks"].get("worker", [])):
@@ -296,15 +329,7 @@ def main() -> None:
     result["flow_total_s"] = round(summary.get("seconds", 0.0), 2)  # the flow's own time; wall adds Prefect's start
     result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
     if args.check_recall:
-        approximate = over_threshold_pairs(work / "warehouse")
-        env["ANN_MIN_MEMORIES"] = str(10**12)
-        exact_run = run_ctc(work, args.task_runner, env, "run-exact.log")
-        exact = over_threshold_pairs(work / "warehouse")
-        found = exact.join(approximate, on=["a", "b"], how="semi").height
-        recall = found / exact.height if exact.height else 1.0
-        print(f"recall: the approximate run found {found} of the exact run's {exact.height} over-threshold pairs "
-              f"({recall:.4f}); exact run {exact_run['wall']:.1f} s, score stage {exact_run['summary']['stage_seconds'].get('score', 0):.2f} s")
-        result.update(ann_recall=round(recall, 4), exact_pairs=exact.height, exact_wall_s=round(exact_run["wall"], 2))
+        result.update(search_recall(store, args.format, args.min_score))
     result["loadavg"] = load_after[0]
     command = f".venv/bin/python bench/scale.py --n {args.n} --namespaces {args.namespaces} --format {args.format}"
     command += (" --task-runner dask" if args.task_runner == "dask" else "") + (" --check-recall" if args.check_recall else "")

@@ -117,3 +117,30 @@ def test_candidates_through_the_approximate_index_equal_brute_force_when_every_l
     pruned = scored_links(memories, embeddings, scoring)
     assert pruned.height > 0
     assert pruned.equals(brute_force_links(memories, embeddings, scoring))
+
+
+@pytest.mark.parametrize("small_group", [0, 6, 10**6])  # every group multiplied / mixed / every group gathered
+def test_grouped_pairs_equal_brute_force_per_group(monkeypatch, small_group):
+    monkeypatch.setattr(neighbours, "_SMALL_GROUP", small_group)
+    monkeypatch.setattr(neighbours, "_GATHER", 5)  # several batches of groups and of pairs
+    vectors = clustered(120, dim=16, seed=4)
+    rng = np.random.default_rng(4)
+    groups = [(rng.choice(120, size=rng.integers(0, 12), replace=False), rng.choice(120, size=rng.integers(1, 12), replace=False)) for _ in range(30)]
+    groups.append((np.arange(40), np.arange(40)))  # one large symmetric group
+    left = np.concatenate([g[0] for g in groups]).astype(np.int64)
+    right = np.concatenate([g[1] for g in groups]).astype(np.int64)
+    left_offsets = np.concatenate([[0], np.cumsum([len(g[0]) for g in groups])])
+    right_offsets = np.concatenate([[0], np.cumsum([len(g[1]) for g in groups])])
+    sims = vectors.astype(np.float64) @ vectors.astype(np.float64).T
+    oracle = {(min(a, b), max(a, b)) for l, r in groups for a in l for b in r if a != b and sims[a, b] >= 0.5}
+    found = neighbours.grouped_pairs_at_floor(left, left_offsets, right, right_offsets, vectors, 0.5)
+    assert len(oracle) > 20
+    assert as_set(found) == oracle
+
+
+def test_pair_cosines_in_any_order():
+    vectors = clustered(50, dim=8, seed=6)
+    a = np.array([9, 3, 9, 0, 49, 3])
+    b = np.array([1, 2, 3, 0, 7, 49])
+    expected = (vectors[a].astype(np.float64) * vectors[b]).sum(axis=1)
+    assert np.allclose(neighbours.pair_cosines(vectors, a, b), expected, atol=1e-6)

@@ -28,7 +28,7 @@ prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
 A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
 with N, and their rows quadratically. So a group of a common term (document share above
 `max_term_share`) or a large one (_SEARCH_MIN_PAIRS left x right rows) is not joined:
-it is searched by blocked matmul (never more than _CELLS cosines at once) keeping the
+it is searched by cosine (transforms/link/neighbours.py, `grouped_pairs_at_floor`) keeping the
 pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
 The group keys are the same, only the per-pair check moves before materialising, so
 the result is the same as joining everything. Then each candidate's exact upper bound is
@@ -49,7 +49,7 @@ import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link.neighbours import similar_pairs
+from crosstier.transforms.link.neighbours import grouped_pairs_at_floor, pair_cosines, similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
     from threadpoolctl import threadpool_limits
@@ -60,7 +60,6 @@ PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
 _CHUNK = 16_384  # pairs per gather: small enough to stay in cache
-_CELLS = 1 << 22  # cosines per matmul block of a term search (16 MiB of float32)
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
 _NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
 
@@ -168,20 +167,6 @@ def _one_blas_thread() -> contextlib.AbstractContextManager:
     return threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
 
 
-def _searched_pairs(left_idx: np.ndarray, right_idx: np.ndarray, vectors: np.ndarray, floor: float) -> np.ndarray:
-    """(a, b) rows, a < b, of left x right with cosine >= floor: blocked matmul, never more than _CELLS at once."""
-    base = vectors[right_idx]
-    step = max(1, _CELLS // max(1, len(right_idx)))
-    found = []
-    for start in range(0, len(left_idx), step):
-        rows = left_idx[start:start + step]
-        qi, bi = np.nonzero(vectors[rows] @ base.T >= floor - _COS_SLACK)
-        a, b = rows[qi], right_idx[bi]
-        keep = a != b
-        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    return np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
-
-
 def _shared_key_pairs(
     left: pl.DataFrame, right: pl.DataFrame, on: list[str], vectors: np.ndarray, floor: float
 ) -> pl.DataFrame:
@@ -211,11 +196,7 @@ def _shared_key_pairs(
         l_flat, l_off = _flat_lists(groups["l"])
         r_flat, r_off = _flat_lists(groups["r"])
         with _one_blas_thread():
-            found = [
-                _searched_pairs(l_flat[l_off[g]:l_off[g + 1]], r_flat[r_off[g]:r_off[g + 1]], vectors, floor)
-                for g in range(groups.height)
-            ]
-        pairs = np.concatenate(found)
+            pairs = grouped_pairs_at_floor(l_flat, l_off, r_flat, r_off, vectors, floor)
         out.append(pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}, schema=PAIR_SCHEMA).unique())
     return pl.concat([frame.cast(PAIR_SCHEMA) for frame in out])
 
@@ -335,9 +316,10 @@ def bounded_pairs(
     n_terms = memories["terms"].list.len().to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     keep = np.empty(len(a), dtype=bool)
+    cosines = pair_cosines(embeddings, a, b)
     for start in range(0, len(a), _CHUNK):
         ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
-        cos = np.einsum("ij,ij->i", embeddings[ia], embeddings[ib]) + _COS_SLACK
+        cos = cosines[start:start + _CHUNK] + _COS_SLACK
         small, large = np.minimum(n_terms[ia], n_terms[ib]), np.maximum(n_terms[ia], n_terms[ib])
         co = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
         gap = np.abs(stamps[ia] - stamps[ib])
