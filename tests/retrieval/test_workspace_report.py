@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from crosstier.retrieval.correlations import build_correlation_graph, find_correlations
-from crosstier.retrieval.report import report
+from crosstier.retrieval import report  # the package name: importing the submodule first would shadow it
 from crosstier.transforms.link.copies import normalised_text
 
 WORKSPACE = Path(__file__).parents[1] / "fixtures" / "openclaw_workspace"
