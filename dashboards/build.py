@@ -42,7 +42,7 @@ TIME_COLUMNS = ("finished_at", "ended_at", "completed_at", "started_at", "timest
 # Force layout: edges pull this much harder than plain FR, so linked memories sit visibly
 # closer than unlinked ones even when the sample is many small components.
 ATTRACTION = 8.0
-CHART_IDS = ("chart-tiers", "chart-matrix", "chart-scores", "chart-graph")
+CHART_IDS = ("chart-tiers", "chart-matrix", "chart-scores", "chart-reliability", "chart-graph")
 
 
 class NoSnapshotError(FileNotFoundError):
