@@ -49,10 +49,16 @@ def settings_fingerprint(settings: Settings) -> str:
 def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame] | None:
     """The last snapshot's fingerprints and pre-cap links when it was made with the same
     settings, or None (then the run is full)."""
-    published = [r for r in publish.run_log(catalog) if r.get("status") == "published"]
-    if not published or published[-1].get("settings_fingerprint") != fingerprint:
+    files = catalog.current_snapshot()  # resolved once: record and state of the same run
+    if files is None:
         return None
-    state = {name: publish.read_snapshot_table(catalog, name) for name in ("fingerprints", "scored_links")}
+    record = publish.published_record(files)
+    if record is None:  # a snapshot from before runs kept their record inside it
+        published = [r for r in publish.run_log(catalog) if r.get("status") == "published"]
+        record = published[-1] if published else {}
+    if record.get("settings_fingerprint") != fingerprint:
+        return None
+    state = {name: publish.snapshot_table(files, name) for name in ("fingerprints", "scored_links")}
     return state if all(frame is not None for frame in state.values()) else None
 
 
@@ -75,6 +81,7 @@ class RunRecord:
         catalog = Catalog(settings.output_dir)
         catalog.root.mkdir(parents=True, exist_ok=True)
         publish.cleanup_leftovers(catalog)
+        publish.recover(catalog)  # a run killed after its switch: its record joins the log
         run_id, started = new_run_id(), datetime.now(timezone.utc)
         fingerprint = settings_fingerprint(settings)
         previous = None if full else previous_state(catalog, fingerprint)
@@ -129,8 +136,12 @@ class RunRecord:
         self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds))
         return run_report.runs_table([*publish.run_log(self.catalog), self.summary])
 
-    def finished(self, database: Path, dashboard: str | None, relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
-        """The summary, once the snapshot is out: report file and Prefect artifacts written."""
+    def finished(self, database: Path, dashboard_built: tuple[str | None, str | None], relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
+        """The summary, once the snapshot is out: report file and Prefect artifacts written.
+        `dashboard_built` is (path, None) or (None, why not): the why is a warning of the run."""
+        dashboard, missing = dashboard_built
+        if missing:
+            self.summary.setdefault("warnings", []).append(missing)
         self.summary["stage_seconds"] = dict(self.stage_seconds)
         self.summary["outputs"] = {"database": str(database), "parquet": str(self.catalog.parquet_dir), "dashboard": dashboard}
         report = run_report.run_report_markdown(self.summary, relationships, memories, tier_distribution, dashboard_path=dashboard)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from crosstier.core.config import TIERS, Settings
-from crosstier.retrieval.correlations import check_tiers
+from crosstier.retrieval.correlations import check_tiers, snippet
 from crosstier.retrieval.errors import DiscoveryDisabledError, InvalidArgumentError
 from crosstier.retrieval.snapshot import _LOCK, default_settings, embedding_model, open_snapshot, visible
 from crosstier.retrieval.vectors import embed_texts, export_dir, snapshot_vectors
@@ -34,7 +34,7 @@ def discover_links(
     settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Links of the new memory, strongest first, from its point of view: [{target_id,
-    target_tier, relationship_type, direction, score, semantic, co_occurrence, temporal,
+    target_snippet, target_tier, relationship_type, direction, score, semantic, co_occurrence, temporal,
     cross_reference, reason}]. Only memories of its namespace (default "default") that the
     principal may read take part; targets are limited to the search_space tiers; at most
     max_links_per_memory discovered links, as a run would keep. A memory_id already in the
@@ -91,6 +91,7 @@ def discover_links(
     matrix[-1] = context_vectors(frame, matrix)[-1]
 
     links = scored_links(frame, matrix, settings.scoring, focus_ids={new_id})
+    texts = dict(zip(frame.get_column("id").to_list(), frame.get_column("content").to_list()))
     found = []
     for link in links.iter_rows(named=True):
         outgoing = link["source_id"] == new_id
@@ -101,6 +102,7 @@ def discover_links(
         found.append({
             "memory_id": new_id,
             "target_id": other,
+            "target_snippet": snippet(texts.get(other)),
             "target_tier": other_tier,
             "relationship_type": kind if outgoing else _INVERSE.get(kind, kind),
             "direction": "both" if kind == "contradicts" else ("out" if outgoing else "in"),

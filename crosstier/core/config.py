@@ -32,6 +32,7 @@ class StoreConfig:
     dsn_env: str | None = None  # postgres: the environment variable holding the DSN
     chunk_rows: int = 5000  # postgres: rows fetched per round trip
     embedding_column: str | None = None  # a column of provided vectors, if any
+    timezone: str | None = None  # markdown: the zone of times that name none (IANA name or UTC offset); UTC when unset
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class ScoringConfig:
     # The calibration file (`ctc calibrate` writes one) mapping raw cosine and term overlap onto
     # the evidence scale; None: the bundled calibration for all-MiniLM-L6-v2.
     calibration: str | None = None
+    # A cosine the model cannot vouch for makes no link on its own: when either text has less
+    # than this share of its letters in Latin script (the bundled model is English), the pair
+    # needs an explicit reference or co_occurrence >= unvouched_min_co_occurrence as well.
+    # Set 0 with a multilingual EMBEDDING_MODEL.
+    min_model_script_share: float = 0.5
+    unvouched_min_co_occurrence: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,12 @@ def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
         if kind == "sqlite" and not (raw.get("table") or raw.get("query")):
             raise ConfigError(f"{where}.table: a sqlite store needs a table or a query")
     chunk_rows = int(_number(f"{where}.chunk_rows", raw.get("chunk_rows", 5000), integer=True, low=1))
+    zone = raw.get("timezone")
+    if zone is not None:
+        from crosstier.core.zones import zone_named
+
+        if not isinstance(zone, str) or zone_named(zone) is None:
+            raise ConfigError(f"{where}.timezone: unknown time zone {zone!r} (an IANA name such as Asia/Taipei, or an offset such as UTC+8)")
     names.add(name)
     return StoreConfig(**{**raw, "path": path, "chunk_rows": chunk_rows})
 
@@ -185,6 +198,8 @@ def _scoring(raw: dict, base: Path = Path.cwd()) -> ScoringConfig:
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
         calibration=_calibration_path(raw.get("calibration"), base),
+        min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),
+        unvouched_min_co_occurrence=_number("scoring.unvouched_min_co_occurrence", raw.get("unvouched_min_co_occurrence", defaults.unvouched_min_co_occurrence), low=0.0, high=1.0),
     )
 
 
@@ -244,6 +259,7 @@ ENV_OVERRIDES = {
     "CORRELATOR_ENABLED": ("correlator", "enabled"),
     "AUTO_DISCOVER_ENABLED": ("correlator", "auto_discover"),
     "MAX_CONTENT_BYTES": ("extract", "max_content_bytes"),
+    "MIN_MODEL_SCRIPT_SHARE": ("scoring", "min_model_script_share"),
 }
 
 

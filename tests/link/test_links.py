@@ -70,7 +70,7 @@ TYPE_CASES = [
     pytest.param(
         {"tier": "episodic", "content": "pgvector staging index built", "timestamp": at(3), "session_id": "s2"},
         {"tier": "episodic", "content": "pgvector staging index planned", "timestamp": at(0), "session_id": "s1"},
-        "temporal_sequence", "b", "Close in time", id="sequence-close-in-time",
+        "temporal_sequence", "b", "Close in time, same day", id="sequence-close-in-time",
     ),
     pytest.param(
         {"tier": "semantic", "content": "Search uses Postgres on staging", "timestamp": at(5)},
@@ -110,7 +110,7 @@ TYPE_CASES = [
     pytest.param(
         {"tier": "semantic", "content": "alpha beta gamma delta"},
         {"tier": "semantic", "content": "alpha beta gamma epsilon"},
-        "references", "a", "Content similarity", id="references-content-similarity",
+        "references", "a", "Shared terms: alpha, gamma, beta", id="references-content-similarity",
     ),
 ]
 

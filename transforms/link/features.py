@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from crosstier.transforms.link.calibration import common_term_weights
-from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms
+from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms, latin_share
 from crosstier.transforms.link.terms import stem as _stem
 
 stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
@@ -101,6 +101,9 @@ FEATURE_SCHEMA = {
     "named_terms": pl.List(pl.String),
     "causal_cue": pl.String,
     "cause_terms": pl.List(pl.String),
+    # false-contradiction filters (below): the text a copy shares, and what each stated value is about
+    "copy_text": pl.String,
+    "value_labels": pl.List(pl.String),
 }
 
 
@@ -311,14 +314,61 @@ def mentioned_ids(content: str, ids: set[str]) -> list[str]:
     return sorted(found)
 
 
+# ---------------------------------------------------------------- false-contradiction filters
+# Dates, weekdays, clock times, counters and ids in boilerplate ("Nightly run — 13:00 UTC
+# (Sunday, June 14)", "heartbeat #113", "Day 14") are not values a statement can conflict on.
+_MONTH_NAMES = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_BOILERPLATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[tT ]\d{2}:\d{2}(?::\d{2})?Z?)?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AaPp]\.?[Mm]\.?)?"
+    r"|\b(?:" + "|".join(_WEEKDAYS) + r")s?\s*,?\s*" + _MONTH_NAMES + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b" + _MONTH_NAMES + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTH_NAMES + r"\b(?:\s+\d{4})?"
+    r"|(?<=\()\s*(?:" + "|".join(_WEEKDAYS) + r")\b"
+    r"|\b(?:day|run|build|attempt|iteration|round|step|cycle|heartbeat|session|episode|issue|pr|ticket|job|batch|"
+    r"no|number|id|item|entry|task|beat|tick|check)\s*[#.]?\s*\d+\b",
+    re.IGNORECASE,
+)
+
+
+def without_boilerplate(content: str) -> str:
+    """The text with dates, weekdays beside a date, clock times, counters and ids cut out."""
+    return _BOILERPLATE.sub(" ", content)
+
+
+def value_labels(content: str) -> list[str]:
+    """'subject=label' for each stated value: the clause's first content word and the word after
+    the value ("Kanban board holds 16 ideas" -> "hold=Kanban ideas"), to say what changed."""
+    out = set()
+    text = without_boilerplate(content)
+    for match in _VALUE.finditer(text):
+        subject = _subject_before(text[: match.start()])
+        if subject is None:
+            continue
+        clause = _SUBJECT_CLAUSE_END.split(text[: match.start()])[-1]
+        words = [w for w in _SUBJECT_WORD.findall(clause) if w.lower() not in STOP_WORDS]
+        after = _SUBJECT_WORD.match(text[match.end():].lstrip())
+        second = after.group(0) if after else (words[-1] if len(words) > 1 else "")
+        label = " ".join(w for w in (words[0] if words else subject, second) if w)
+        out.add(f"{subject}={label}")
+    return sorted(out)
+
+
+def copy_text(content: str) -> str:
+    """The normalised text copies share (transforms/link/copies.py): identical ones never contradict."""
+    from crosstier.transforms.link.copies import normalised_text
+
+    return normalised_text(content)
+
+
 def _text_features(content: str, ids: set[str]) -> tuple:
     """The evidence that depends on the text alone (one call per distinct content)."""
     cue, negated, stated, scope = negated_terms(content)
     scope = sorted(set(scope) | set(lexical_negation_scope(content)))
     marks = polarity_marks(content)
     flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
-    return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip, value_terms(content),
-            *causal_cue(content))
+    return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip,
+            value_terms(without_boilerplate(content)), *causal_cue(content), copy_text(content), value_labels(content))
 
 
 def link_features(memories: pl.DataFrame) -> pl.DataFrame:
@@ -334,7 +384,7 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         text = by_text.get(content)
         if text is None:
             text = by_text[content] = _text_features(content, ids)
-        mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause = text
+        mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause, copied, labels = text
         refs_given = [r for r in (refs or ()) if r and r != mem_id]
         refs = {r for r in refs_given if r in ids}
         rows["ref_ids"].append(sorted((refs | mentioned) - {mem_id}))
@@ -351,6 +401,8 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         rows["named_terms"].append(named_terms(content, entities, terms or []))
         rows["causal_cue"].append(causal)
         rows["cause_terms"].append(cause)
+        rows["copy_text"].append(copied)
+        rows["value_labels"].append(labels)
     # pyarrow builds list columns from Python lists ~10x faster than pl.Series
     return memories.with_columns(
         *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
@@ -360,4 +412,6 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         term_weights=pl.col("terms").list.eval(
             pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
         ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
+        # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
+        latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
     )

@@ -15,6 +15,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
 from crosstier.transforms.link.features import link_features
@@ -52,6 +53,8 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "contradiction_min_overlap": scoring.contradiction_min_overlap,
         "sequence_max_hours": scoring.sequence_max_hours,
         "max_links": scoring.max_links_per_memory,
+        "min_model_script_share": scoring.min_model_script_share,
+        "unvouched_min_co_occurrence": scoring.unvouched_min_co_occurrence,
     }
 
 
@@ -194,14 +197,30 @@ def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
     return ranked.with_columns(**swapped).drop("_row", "_undated_score").sort("source_id", "target_id")
 
 
-def capped_links(links: pl.DataFrame, max_links_per_memory: int) -> pl.DataFrame:
-    """Links after each undated fact keeps one origin (with_undated_origins) and the cap: at most
-    max_links_per_memory discovered links per memory, strongest kept."""
+def capped_links(
+    links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0
+) -> pl.DataFrame:
+    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept.
+
+    With `memories` (id, tier, namespace, content, timestamp), copies are folded first
+    (transforms/link/copies.py): no links inside a copy group, one per group and other end,
+    and each copy linked to the next in time ("carried forward"), outside the cap. Then each
+    undated fact keeps one origin (with_undated_origins), and the cap applies.
+    """
+    links = links.cast(RELATIONSHIP_SCHEMA)
+    chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    if memories is not None and memories.height:
+        groups = copies.copy_groups(memories)
+        links = copies.collapsed_copy_links(links, groups)
+        chain = copies.carried_forward_links(memories, groups, tau_days)
+        chain = chain.join(links.select("source_id", "target_id"), on=["source_id", "target_id"], how="anti")
+        chain = chain.join(links.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
+                           on=["source_id", "target_id"], how="anti")
     if links.height == 0:
-        return links.cast(RELATIONSHIP_SCHEMA)
-    links = with_undated_origins(links.cast(RELATIONSHIP_SCHEMA))
-    kept = _run("capped_links", {"links": links.cast(RELATIONSHIP_SCHEMA)}, {"max_links": max_links_per_memory})
-    return kept.cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id")
+        return chain.sort("source_id", "target_id")
+    links = with_undated_origins(links).cast(RELATIONSHIP_SCHEMA)
+    kept = _run("capped_links", {"links": links}, {"max_links": max_links_per_memory})
+    return pl.concat([kept.cast(RELATIONSHIP_SCHEMA), chain]).sort("source_id", "target_id")
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:

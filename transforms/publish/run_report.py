@@ -72,6 +72,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         "links: " + (", ".join(f"{k} {v}" for k, v in sorted(links.items())) or "none") + f" (total {summary.get('relationships', 0)})",
         "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()) + f" (total {summary.get('seconds', 0):.2f})",
     ]
+    lines += [f"warning: {warning}" for warning in summary.get("warnings", [])]
     return lines
 
 
