@@ -10,6 +10,7 @@ import pytest
 
 from crosstier.core.config import load_settings
 from crosstier.transforms.stores.extract import extract_all
+from crosstier.transforms.embed.text import context_vectors
 from crosstier.transforms.link.links import audit_failures, capped_links, scored_links
 from crosstier.transforms.link.terms import with_terms
 
@@ -37,7 +38,7 @@ def sample_links():
     settings = load_settings(ROOT / "correlator.toml")
     memories = with_terms(extract_all(settings).memories)
     model = sentence_transformers.SentenceTransformer(str(model_pkg.get_model_path()), device="cpu")
-    embeddings = model.encode(memories["content"].to_list(), batch_size=64, normalize_embeddings=True)
+    embeddings = context_vectors(memories, model.encode(memories["content"].to_list(), batch_size=64, normalize_embeddings=True))
     links = scored_links(memories, embeddings, settings.scoring)
     return memories, capped_links(links, settings.scoring.max_links_per_memory, memories, tau_days=settings.scoring.tau_days), settings
 
@@ -64,3 +65,17 @@ def test_no_link_crosses_namespaces_and_audits_pass(sample_links):
     assert audit_failures(frames, max_links_per_memory=settings.scoring.max_links_per_memory) == {
         "self_links": 0, "duplicate_pairs": 0, "over_cap": 0, "cross_namespace": 0,
     }
+
+
+def test_at_the_defaults_few_memories_are_orphans_and_contradictions_are_few(sample_links):
+    """Issue 12: calibrated scores publish the true links at 0.6: at most 25% orphans (EXPECTED.md),
+    and the contradictions to review are a handful (the planted ones among them), not the data."""
+    memories, links, _ = sample_links
+    linked = set(links["source_id"]) | set(links["target_id"])
+    orphans = memories.filter(~memories["id"].is_in(list(linked))).height
+    assert orphans <= 0.25 * memories.height
+    contradictions = links.filter(links["relationship_type"] == "contradicts")
+    planted = {frozenset((a, b)) for a, b, t in expected_links() if t == "contradicts"}
+    found = {frozenset((a, b)) for a, b in zip(contradictions["source_id"], contradictions["target_id"])}
+    assert planted <= found
+    assert contradictions.height <= 10
