@@ -67,6 +67,12 @@ class ScoringConfig:
     # Set 0 with a multilingual EMBEDDING_MODEL.
     min_model_script_share: float = 0.5
     unvouched_min_co_occurrence: float = 0.2
+    # From this many memories in a namespace, the cosine range search for pairs that qualify
+    # on similarity alone (lowered thresholds) uses an approximate inverted-file index that
+    # scans `ann_probes` of its ~2*sqrt(n) lists instead of all n^2 pairs; below it the search
+    # is exact. 50,000 exact takes ~10 s on 2 cores, 100,000 ~40 s (docs/links.md, Scale).
+    ann_min_memories: int = 50_000
+    ann_probes: int = 16
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,8 @@ def _scoring(raw: dict, base: Path = Path.cwd()) -> ScoringConfig:
         calibration=_calibration_path(raw.get("calibration"), base),
         min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),
         unvouched_min_co_occurrence=_number("scoring.unvouched_min_co_occurrence", raw.get("unvouched_min_co_occurrence", defaults.unvouched_min_co_occurrence), low=0.0, high=1.0),
+        ann_min_memories=int(_number("scoring.ann_min_memories", raw.get("ann_min_memories", defaults.ann_min_memories), integer=True, low=0)),
+        ann_probes=int(_number("scoring.ann_probes", raw.get("ann_probes", defaults.ann_probes), integer=True, low=1)),
     )
 
 
@@ -249,6 +257,7 @@ def _resolved(path: str | None, base: Path) -> str | None:
 ENV_OVERRIDES = {
     "MIN_CORRELATION_SCORE": ("scoring", "min_correlation_score"),
     "MAX_LINKS_PER_MEMORY": ("scoring", "max_links_per_memory"),
+    "ANN_MIN_MEMORIES": ("scoring", "ann_min_memories"),
     "EMBEDDING_MODEL": ("embedding", "model"),
     "EMBED_DEVICE": ("embedding", "device"),
     "EMBED_BACKEND": ("embedding", "backend"),

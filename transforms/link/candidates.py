@@ -28,28 +28,29 @@ prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
 A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
 with N, and their rows quadratically. So a group of a common term (document share above
 `max_term_share`) or a large one (_SEARCH_MIN_PAIRS left x right rows) is not joined:
-it is searched by blocked matmul (never more than _CELLS cosines at once) keeping the
+it is searched by cosine (transforms/link/neighbours.py, `grouped_pairs_at_floor`) keeping the
 pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
 The group keys are the same, only the per-pair check moves before materialising, so
 the result is the same as joining everything. Then each candidate's exact upper bound is
 checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
 
-When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by an
-exact blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term
-routes use every term. Explicit references are always candidates.
+When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by a
+range search on cosine (s >= max(s_min(a), s_min(b))), exact below `ann_min_memories`
+memories in a namespace and approximate from there (transforms/link/neighbours.py), and
+the term routes use every term. Explicit references are always candidates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import Calibration, load_calibration
+from crosstier.transforms.link.neighbours import grouped_pairs_at_floor, pair_cosines, similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
     from threadpoolctl import threadpool_limits
@@ -59,9 +60,7 @@ except ImportError:  # pragma: no cover
 PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
-_BLOCK = 2048
 _CHUNK = 16_384  # pairs per gather: small enough to stay in cache
-_CELLS = 1 << 22  # cosines per matmul block of a term search (16 MiB of float32)
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
 _NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
 # Where a cosine search is needed anyway, it takes the pairs whose semantic alone gets within
@@ -246,20 +245,6 @@ def _one_blas_thread() -> contextlib.AbstractContextManager:
     return threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
 
 
-def _searched_pairs(left_idx: np.ndarray, right_idx: np.ndarray, vectors: np.ndarray, floor: float) -> np.ndarray:
-    """(a, b) rows, a < b, of left x right with cosine >= floor: blocked matmul, never more than _CELLS at once."""
-    base = vectors[right_idx]
-    step = max(1, _CELLS // max(1, len(right_idx)))
-    found = []
-    for start in range(0, len(left_idx), step):
-        rows = left_idx[start:start + step]
-        qi, bi = np.nonzero(vectors[rows] @ base.T >= floor - _COS_SLACK)
-        a, b = rows[qi], right_idx[bi]
-        keep = a != b
-        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    return np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
-
-
 def _shared_key_pairs(
     left: pl.DataFrame, right: pl.DataFrame, on: list[str], vectors: np.ndarray, floor: float
 ) -> pl.DataFrame:
@@ -289,11 +274,7 @@ def _shared_key_pairs(
         l_flat, l_off = _flat_lists(groups["l"])
         r_flat, r_off = _flat_lists(groups["r"])
         with _one_blas_thread():
-            found = [
-                _searched_pairs(l_flat[l_off[g]:l_off[g + 1]], r_flat[r_off[g]:r_off[g + 1]], vectors, floor)
-                for g in range(groups.height)
-            ]
-        pairs = np.concatenate(found)
+            pairs = grouped_pairs_at_floor(l_flat, l_off, r_flat, r_off, vectors, floor)
         out.append(pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}, schema=PAIR_SCHEMA).unique())
     return pl.concat([frame.cast(PAIR_SCHEMA) for frame in out])
 
@@ -378,15 +359,11 @@ def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray
     return np.where(timed, floor["timed"], floor["untimed"]).astype(np.float64)
 
 
-def _blocks(n: int) -> Iterator[slice]:
-    for start in range(0, n, _BLOCK):
-        yield slice(start, min(n, start + _BLOCK))
-
-
 def similarity_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
 ) -> pl.DataFrame:
-    """Pairs with cosine >= max(floor(a), floor(b)): an exact blocked range search (lowered thresholds only)."""
+    """Pairs with cosine >= max(floor(a), floor(b)) (lowered thresholds only): a range search per
+    namespace, exact while the namespace is smaller than `ann_min_memories` (transforms/link/neighbours.py)."""
     floor = semantic_floor(memories, scoring)
     searchable = floor <= 1.0 + _COS_SLACK
     if not searchable.any():
@@ -397,18 +374,11 @@ def similarity_pairs(
     for namespace in np.unique(namespaces[searchable]):
         members = np.flatnonzero(searchable & (namespaces == namespace))
         queries = members[focus_mask[members]]
-        base = embeddings[members]
-        for block in _blocks(len(queries)):
-            rows = queries[block]
-            sims = embeddings[rows] @ base.T
-            need = np.maximum(floor[rows][:, None], floor[members][None, :]) - _COS_SLACK
-            qi, bi = np.nonzero(sims >= need)
-            a, b = rows[qi], members[bi]
-            keep = a != b
-            found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    if not found:
-        return pl.DataFrame(schema=PAIR_SCHEMA)
-    pairs = np.concatenate(found)
+        found.append(similar_pairs(
+            embeddings, members, queries, floor,
+            ann_min_memories=scoring.ann_min_memories, ann_probes=scoring.ann_probes,
+        ))
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
     return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
 
 
@@ -429,9 +399,10 @@ def bounded_pairs(
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     keep = np.empty(len(a), dtype=bool)
+    cosines = pair_cosines(embeddings, a, b)
     for start in range(0, len(a), _CHUNK):
         ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
-        cos = np.einsum("ij,ij->i", embeddings[ia], embeddings[ib]) + _COS_SLACK
+        cos = cosines[start:start + _CHUNK] + _COS_SLACK
         small, large = np.minimum(weight[ia], weight[ib]), np.maximum(weight[ia], weight[ib])
         co = calibration.co_occurrence(np.divide(small, large, out=np.zeros_like(small), where=large > 0))
         gap = np.abs(stamps[ia] - stamps[ib])
