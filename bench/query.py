@@ -119,6 +119,7 @@ def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: 
             "co_occurrence": co,
             "temporal": pl.Series([None] * m, dtype=pl.Float64),
             "cross_reference": np.zeros(m),
+            "cosine": semantic,
             "reason": np.where(co > 0.5, "Entity match: " + np.array(WORDS)[rng.integers(0, len(WORDS), m)], "Content similarity"),
             "origin": "discovered",
             "namespace": namespaces[a],
