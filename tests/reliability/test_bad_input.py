@@ -431,7 +431,8 @@ def test_postgres_hostile_rows(pg_database, monkeypatch, recs, blobs, times, tab
             with pytest.raises(ExtractError, match="store 'postgres-store': .*SQL_ASCII database takes ASCII"):
                 extract_store(store, LIMIT)
         else:
-            check_extract(store, len(rows))
+            written = [dict(zip([c for c, _, _, _ in columns], params)) for params in rows]  # as stored
+            check_extract(store, len(rows), written)
         assert table_fingerprint(dsn, name) == before, "extraction changed the table"
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
