@@ -21,6 +21,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
+from crosstier.transforms.embed.text import CONTEXT_WEIGHT
+from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
 from crosstier.transforms.publish import snapshot as publish
 from crosstier.transforms.schema import TIERS
@@ -30,10 +32,17 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 
 
+def calibration_label(settings: Settings) -> str:
+    """Which calibration scores the links: its file (or 'bundled') and a hash of its maps."""
+    calibration = load_calibration(settings.scoring.calibration)
+    return f"{calibration.source} ({calibration.fingerprint})"
+
+
 def settings_fingerprint(settings: Settings) -> str:
-    """What every link depends on besides the memories: scoring and the embedding model.
-    A change to either makes the next run full."""
-    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision}
+    """What every link depends on besides the memories: scoring, its calibration's maps, how
+    turns take context, and the embedding model. A change to any makes the next run full."""
+    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision,
+                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT)}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -116,6 +125,7 @@ class RunRecord:
             changed=linked.changed,
             deleted=linked.deleted,
             embedding_model=self.settings.embedding.model,
+            calibration=calibration_label(self.settings),
             memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
             links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
         )

@@ -57,9 +57,9 @@ def test_sample_run_publishes_a_sound_read_only_warehouse(sample_snapshot):
     con = duckdb.connect(str(catalog.database), read_only=True)
     try:
         counts = dict(con.execute("select 'memories', count(*) from memories union all select 'rejects', count(*) from rejects").fetchall())
-        assert counts == {"memories": 478, "rejects": 7}
+        assert counts == {"memories": 499, "rejects": 8}
         run = con.execute("select status, mode, memories, rejects, records_read from runs").fetchall()
-        assert run == [("published", "full", 478, 7, 485)]
+        assert run == [("published", "full", 499, 8, 507)]
         assert all(v == 0 for v in audit_failures(con).values())
         with pytest.raises(duckdb.Error):
             con.execute("insert into rejects values ('x', 'y', 'z', 'w', 'r')")
