@@ -79,7 +79,7 @@ def synthetic_relationships(memories: pl.DataFrame, links_per_memory: float = 2.
             "co_occurrence": np.round(rng.random(n), 4),
             "temporal": np.round(rng.random(n), 4),
             "cross_reference": np.zeros(n),
-            "cosine": pl.Series([None] * n, dtype=pl.Float64),  # drawn from no rng: the other columns stay as they were
+            "cosine": np.round(rng.random(n), 4),
             "reason": np.where(types == "contradicts", "Conflicting statements", "Content similarity"),
             "origin": np.where(rng.random(n) < 0.02, "manual", "discovered"),
             "namespace": "default",
