@@ -115,3 +115,25 @@ def test_a_snapshot_folder_left_by_a_run_killed_before_its_switch_is_replaced(tm
     (stale / "memories.parquet").write_bytes(b"half")
     publish_snapshot(tables(["a", "b"]), catalog, "run2")
     assert read_snapshot_table(catalog, "memories").height == 2
+
+
+def test_a_reader_whose_resolved_snapshot_was_pruned_resolves_current_again(tmp_path, monkeypatch):
+    from crosstier.core.catalog import SnapshotFiles
+    from crosstier.retrieval.snapshot import close_all, open_snapshot
+
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a", "b"]), catalog, "run1")
+    gone = tmp_path / "snapshots" / "pruned"
+    real, calls = Catalog.current_snapshot, []
+
+    def first_a_pruned_one(self):
+        calls.append(1)
+        return SnapshotFiles(gone, gone / "correlations.duckdb") if len(calls) == 1 else real(self)
+
+    monkeypatch.setattr(Catalog, "current_snapshot", first_a_pruned_one)
+    snapshot = open_snapshot(tmp_path)
+    try:
+        assert snapshot.run_id == "run1" and len(calls) == 2
+        assert snapshot.query("select count(*) as n from memories") == [{"n": 2}]
+    finally:
+        close_all()
