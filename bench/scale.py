@@ -246,7 +246,7 @@ def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) ->
     return {"wall": wall, "peaks": peaks, "summary": summary, "flow_cpu": memory.cpu.get(process.pid, 0.0)}
 
 
-def search_recall(store: Path, fmt: str, min_score: float | None, sample: int) -> dict:
+def search_recall(store: Path, fmt: str, min_score: float | None, sample: int, at_floor: float | None) -> dict:
     """The approximate cosine range search against the exact one, on the corpus's vectors, at the
     similarity floors of the run's scoring (a lowered --min-score gives floors <= 1): the share of
     the exact search's pairs it finds, and both searches' seconds. With `sample` < n, the exact
@@ -262,7 +262,7 @@ def search_recall(store: Path, fmt: str, min_score: float | None, sample: int) -
     if fmt == "jsonl":
         frame = frame.with_columns(pl.col("timestamp").str.to_datetime(time_zone="UTC"))
     scoring = ScoringConfig() if min_score is None else replace(ScoringConfig(), min_correlation_score=min_score)
-    floor = semantic_floor(frame, scoring)
+    floor = semantic_floor(frame, scoring) if at_floor is None else np.full(frame.height, at_floor)
     if not (floor <= 1.0).any():
         floor = np.full(frame.height, 0.75)  # the defaults search nothing on similarity alone: measure at 0.75
     vectors = frame["embedding"].list.to_array(DIM).to_numpy().astype(np.float32)
@@ -323,6 +323,7 @@ def main() -> None:
     parser.add_argument("--check-recall", action="store_true", help="then measure the approximate cosine search against the exact one on the corpus")
     parser.add_argument("--min-score", type=float, default=None, help="MIN_CORRELATION_SCORE for the run (a lowered one turns on the similarity search)")
     parser.add_argument("--recall-sample", type=int, default=100_000, help="exact search for at most this many queries")
+    parser.add_argument("--recall-floor", type=float, default=None, help="measure the search at this cosine floor instead of the scoring's")
     parser.add_argument("--search-only", action="store_true", help="skip the run: only the corpus and --check-recall")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp folder)")
@@ -350,12 +351,13 @@ def main() -> None:
     if not args.search_only:
         result.update(whole_run(work, args.task_runner, env))
     if args.check_recall:
-        result.update(search_recall(store, args.format, args.min_score, args.recall_sample))
+        result.update(search_recall(store, args.format, args.min_score, args.recall_sample, args.recall_floor))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     result["loadavg"] = load_after[0]
     command = f".venv/bin/python bench/scale.py --n {args.n} --namespaces {args.namespaces} --format {args.format}"
     command += (" --task-runner dask" if args.task_runner == "dask" else "") + (" --check-recall" if args.check_recall else "")
     command += f" --min-score {args.min_score}" if args.min_score is not None else ""
+    command += f" --recall-floor {args.recall_floor}" if args.recall_floor is not None else ""
     command += (" --search-only" if args.search_only else "") + (f" --recall-sample {args.recall_sample}" if args.recall_sample != 100_000 else "")
     print(f"reproduce: {command}")
     print("RESULT " + " ".join(f"{k}={v}" for k, v in result.items()))
