@@ -4,8 +4,17 @@
 
 Builds a deterministic snapshot (synthetic frames published with publish_snapshot: the
 same tables, views and Parquet layout a flow run writes), then times the read functions
-in one warm process. The last line is machine-readable:
-RESULT find_p50_s=... find_p99_s=... graph_d2_p50_s=... retrieve_p50_s=... ...
+in one warm process. Every figure names what it timed:
+
+- find_*, graph_d2_*: find_correlations / build_correlation_graph(depth 2) on the snapshot as
+  publish_snapshot writes it (with its point-lookup indexes);
+- retrieve_given_vector_*: retrieve_with_expansion with the query vector passed in (search +
+  expansion, no encoding); retrieve_p50_s (query text in, encoding included) only with the model;
+- noindex_find_* / noindex_graph_d2_*: the same calls on a copy of the snapshot whose indexes
+  were dropped, which is what the indexes buy (--no-index-comparison skips it).
+
+The last line is machine-readable:
+RESULT find_p50_s=... find_p99_s=... graph_d2_p50_s=... retrieve_given_vector_p50_s=... ...
 """
 
 from __future__ import annotations
@@ -157,21 +166,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
 
 
-def add_indexes(database: Path) -> float:
-    """Create the point-lookup indexes proposed for publish (relationships source_id and
-    target_id, memories id) in this bench's own snapshot file; returns seconds."""
+def drop_indexes(database: Path) -> list[str]:
+    """Drop every index of this bench's own copy of a snapshot file; returns their names."""
     import duckdb
 
-    start = time.perf_counter()
     con = duckdb.connect(str(database))
     try:
-        con.execute("create index if not exists relationships_source on relationships(source_id)")
-        con.execute("create index if not exists relationships_target on relationships(target_id)")
-        con.execute("create index if not exists memories_id on memories(id)")
+        names = [r[0] for r in con.execute("select index_name from duckdb_indexes()").fetchall()]
+        for name in names:
+            con.execute(f'drop index "{name}"')  # names from DuckDB's own catalog
         con.execute("checkpoint")
     finally:
         con.close()
-    return time.perf_counter() - start
+    return names
 
 
 def timed(fn, args_list) -> list[float]:
@@ -181,6 +188,20 @@ def timed(fn, args_list) -> list[float]:
         fn(*args)
         out.append(time.perf_counter() - start)
     return out
+
+
+def lookup_latencies(out: Path, n: int, queries: int, seed: int) -> dict[str, float]:
+    """find_correlations and depth-2 graph latencies alone (the calls indexes can speed up)."""
+    from crosstier.retrieval import build_correlation_graph, find_correlations
+    from crosstier.retrieval.snapshot import close_all
+
+    close_all()
+    rng = np.random.default_rng(seed)
+    ids = [f"m{i:07d}" for i in rng.integers(0, n, size=queries)]
+    find_correlations(ids[0], out=out)
+    t = timed(lambda i: find_correlations(i, out=out), [(i,) for i in ids])
+    g = timed(lambda i: build_correlation_graph([i], max_depth=2, out=out), [(i,) for i in ids[: max(20, queries // 5)]])
+    return {"find_p50_s": percentile(t, 0.5), "find_p99_s": percentile(t, 0.99), "graph_d2_p50_s": percentile(g, 0.5), "graph_d2_p99_s": percentile(g, 0.99)}
 
 
 def run_queries(out: Path, n: int, queries: int, use_model: bool, seed: int) -> dict[str, float]:
@@ -223,11 +244,10 @@ def run_queries(out: Path, n: int, queries: int, use_model: bool, seed: int) -> 
         qs = [v / np.linalg.norm(v) for v in rng.standard_normal((len(texts), 384)).astype(np.float32)]
         t = None
     t2 = timed(lambda q: retrieve_with_expansion("q", query_embedding=q, out=out, settings=settings), [(q,) for q in qs])
-    if t is not None:
+    if t is not None:  # text in: encoding, search and expansion
         figures.update(retrieve_p50_s=percentile(t, 0.5), retrieve_p99_s=percentile(t, 0.99))
-    figures.update(retrieve_search_p50_s=percentile(t2, 0.5))
-    if t is None:
-        figures.update(retrieve_p50_s=figures["retrieve_search_p50_s"])
+    # vector in: search and expansion only (never reported as retrieve_p50_s)
+    figures.update(retrieve_given_vector_p50_s=percentile(t2, 0.5), retrieve_given_vector_p99_s=percentile(t2, 0.99))
     return figures
 
 
@@ -237,7 +257,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300, help="find_correlations calls timed (graph and retrieve: a fifth)")
     parser.add_argument("--out", help="warehouse folder to build (default: a temporary one)")
     parser.add_argument("--no-model", action="store_true", help="random unit query vectors instead of the real encoder")
-    parser.add_argument("--no-indexes", action="store_true", help="skip the second pass on a snapshot with point-lookup indexes")
+    parser.add_argument("--no-index-comparison", action="store_true", help="skip timing a copy of the snapshot without its indexes")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
@@ -257,14 +277,21 @@ def main() -> int:
     figures = run_queries(root, args.memories, args.queries, not args.no_model, args.seed)
     report = {"memories": args.memories, "relationships": published.rows["relationships"], **figures}
     print("as published:", json.dumps({k: round(v, 5) for k, v in figures.items()}))
-    if not args.no_indexes:
+    if not args.no_index_comparison:
+        import shutil
+
         from crosstier.retrieval.snapshot import close_all
 
         close_all()
-        report["index_build_s"] = add_indexes(Catalog(root).database)
-        indexed = run_queries(root, args.memories, args.queries, False, args.seed)
-        print("with indexes:", json.dumps({k: round(v, 5) for k, v in indexed.items()}))
-        report.update({f"idx_{k}": v for k, v in indexed.items() if not k.startswith(("vectors", "retrieve"))})
+        bare = root.with_name(root.name + "-noindex")
+        shutil.rmtree(bare, ignore_errors=True)
+        shutil.copytree(root, bare, symlinks=True)
+        dropped = drop_indexes(Catalog(bare).current_snapshot().database)
+        plain = lookup_latencies(bare, args.memories, args.queries, args.seed)
+        print(f"without the indexes {dropped}:", json.dumps({k: round(v, 5) for k, v in plain.items()}))
+        report.update({f"noindex_{k}": v for k, v in plain.items()})
+        shutil.rmtree(bare, ignore_errors=True)
+    print("command: .venv/bin/python bench/query.py " + " ".join(sys.argv[1:]))
     print("RESULT " + " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in report.items()))
     return 0
 

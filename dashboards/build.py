@@ -556,9 +556,10 @@ def build_dashboard(out: Path, limits: Limits = Limits()) -> Path:
     import duckdb
 
     catalog = Catalog(Path(out))
-    if not catalog.database.is_file():
+    files = catalog.current_snapshot()  # resolved once: the page shows one whole run
+    if files is None or not files.database.is_file():
         raise NoSnapshotError(f"no snapshot at {catalog.database}: run `ctc run` first")
-    con = duckdb.connect(str(catalog.database), read_only=True)
+    con = duckdb.connect(str(files.database), read_only=True)
     try:
         data = snapshot_data(con, limits)
     finally:

@@ -37,11 +37,11 @@ def run_sql(
         # DuckDB allows one configuration per file and process: the shared read connection
         # steps aside (the next read reopens it) for the sandboxed one.
         close_snapshot(snapshot)
-        return _sandboxed_result(snapshot.catalog.database, query)
+        return _sandboxed_result(snapshot.files.database, query)
     folder = Path(tempfile.mkdtemp(prefix="ctc-sql-"))
     try:
         path = folder / "visible.duckdb"
-        _visible_copy(snapshot.catalog.database, path, principal)
+        _visible_copy(snapshot.files.database, path, principal)
         return _sandboxed_result(path, query)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

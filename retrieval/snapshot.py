@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from crosstier import sql
-from crosstier.core.catalog import Catalog
+from crosstier.core.catalog import Catalog, SnapshotFiles
 from crosstier.core.config import ConfigError, Settings, load_settings, settings_from_dict
 from crosstier.retrieval.errors import NoSnapshotError
 
@@ -49,9 +49,11 @@ def visible(readers: list[str] | None, principal: str | None) -> bool:
 
 @dataclass
 class Snapshot:
-    """One open snapshot: the DuckDB file, read-only, and what identifies its version."""
+    """One open snapshot: its files (resolved through `current` once), the DuckDB file
+    opened read-only, and what identifies its version."""
 
     catalog: Catalog
+    files: SnapshotFiles
     con: duckdb.DuckDBPyConnection
     identity: tuple
 
@@ -71,47 +73,51 @@ class Snapshot:
         return self.identity[-1]
 
 
-def _identity(catalog: Catalog) -> tuple:
-    """What changes when a publish swaps the file in: inode, size, mtime, snapshot link."""
+def _current_files(catalog: Catalog) -> tuple[SnapshotFiles, tuple]:
+    """The live snapshot's files and what changes when a publish switches `current`:
+    the folder it points at, and the DuckDB file's inode, size and mtime."""
+    files = catalog.current_snapshot()
     try:
-        stat = catalog.database.stat()
+        if files is None:
+            raise FileNotFoundError
+        stat = files.database.stat()
     except FileNotFoundError:
         raise NoSnapshotError(
             f"no snapshot in {catalog.root}: {catalog.database.name} is missing (run `ctc run` first, or pass --out)"
         ) from None
-    try:
-        link = os.readlink(catalog.parquet_dir)
-    except OSError:
-        link = None
-    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, Path(link).name if link else None)
+    return files, (str(files.dir), stat.st_ino, stat.st_size, stat.st_mtime_ns, files.run_id)
 
 
 def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | None = None) -> Snapshot:
-    """The current snapshot of the warehouse, opened read-only; reused while the file is the
-    same, reopened after a publish swapped a new one in."""
+    """The current snapshot of the warehouse, opened read-only; reused while `current` points
+    at the same one, reopened after a publish switched it."""
     catalog = Catalog(warehouse(out, settings))
-    identity = _identity(catalog)
-    key = catalog.database
-    with _LOCK:
-        current = _OPEN.get(key)
-        if current is not None and current.identity == identity:
-            return current
-        if current is not None:
-            # DuckDB shares one instance per path within a process: the old one must be
-            # closed, or connect() would hand back the replaced file's database.
-            current.con.close()
-            del _OPEN[key]
-        con = duckdb.connect(str(catalog.database), read_only=True)
-        snapshot = Snapshot(catalog, con, identity)
-        _OPEN[key] = snapshot
-        return snapshot
+    key = catalog.root
+    for attempt in range(3):
+        files, identity = _current_files(catalog)
+        with _LOCK:
+            current = _OPEN.get(key)
+            if current is not None and current.identity == identity:
+                return current
+            try:
+                con = duckdb.connect(str(files.database), read_only=True)
+            except duckdb.IOException:
+                if attempt == 2:
+                    raise
+                continue  # two publishes pruned it between the readlink and the open: resolve again
+            if current is not None:
+                current.con.close()  # a reader holding its rows keeps them; the old file goes when pruned
+            snapshot = Snapshot(catalog, files, con, identity)
+            _OPEN[key] = snapshot
+            return snapshot
+    raise AssertionError("unreachable")
 
 
 def close_snapshot(snapshot: Snapshot) -> None:
     """Close one snapshot's shared connection; the next open_snapshot reopens it."""
     with _LOCK:
-        if _OPEN.get(snapshot.catalog.database) is snapshot:
-            del _OPEN[snapshot.catalog.database]
+        if _OPEN.get(snapshot.catalog.root) is snapshot:
+            del _OPEN[snapshot.catalog.root]
         snapshot.con.close()
 
 

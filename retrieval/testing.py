@@ -105,5 +105,5 @@ def publish_tiny(root: Path, run_id: str = "r1", **kw) -> Path:
     from crosstier.transforms.publish.snapshot import publish_snapshot
 
     tables, parquet_only = tiny_tables(run_id=run_id, **kw)
-    publish_snapshot(tables, Catalog(Path(root)), run_id, parquet_only=parquet_only)
+    publish_snapshot(tables, Catalog(Path(root)), run_id, parquet_only=parquet_only, record={"run_id": run_id, "status": "published"})
     return Path(root)

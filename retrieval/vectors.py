@@ -64,11 +64,11 @@ def _matrix(column) -> np.ndarray:
 def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
     """The vectors of the snapshot (embeddings.parquet) with each memory's tier, namespace,
     readers and time; cached until the snapshot changes."""
-    key = (snapshot.catalog.database, snapshot.identity)
+    key = (snapshot.catalog.root, snapshot.identity)
     with _LOCK:
         if key in _VECTORS:
             return _VECTORS[key]
-    path = snapshot.catalog.embeddings
+    path = snapshot.files.embeddings
     if not path.is_file():
         raise NoSnapshotError(f"no vectors in the snapshot: {path} is missing")
     table = pq.read_table(path, columns=["id", "embedding"])

@@ -21,6 +21,7 @@ COMMANDS = {
     "dashboard": ("crosstier.cli.cmd_dashboard", "rebuild the HTML dashboard from the snapshot"),
     "serve": ("crosstier.cli.cmd_serve", "serve the flow on a cron schedule"),
     "cache": ("crosstier.cli.cmd_cache", "inspect or clear the embedding cache"),
+    "calibrate": ("crosstier.cli.cmd_calibrate", "fit the score calibration from your labels (manual links, not_related, refs)"),
 }
 
 

@@ -14,12 +14,14 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
     snapshot: the expected row counts, and every link of a single run."""
     import duckdb
 
+    from crosstier.core.catalog import Catalog
     from crosstier.retrieval.correlations import find_correlations
 
     expected = json.loads(expect)
-    queries, errors = 0, []
+    queries, errors, snapshots = 0, [], []
     while not Path(stop_file).exists() or queries == 0:
         try:
+            # the fixed path, as a user opens it
             con = duckdb.connect(str(Path(root) / "correlations.duckdb"), read_only=True)
             try:
                 memories = con.execute("select count(*) from memories").fetchone()[0]
@@ -30,6 +32,21 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
                 con.close()
             if (memories, links, runs) != (expected["memories"], expected["relationships"], 1) or not link_runs <= run_ids:
                 errors.append(f"incomplete snapshot: memories={memories} links={links} runs={runs} link_runs={link_runs} runs_table={run_ids}")
+            if link_runs and (not snapshots or snapshots[-1] != min(link_runs)):
+                snapshots.append(min(link_runs))
+            queries += 1
+            # through `current`, resolved once: the DuckDB file and the Parquet files of one run
+            files = Catalog(Path(root)).current_snapshot()
+            con = duckdb.connect(str(files.database), read_only=True)
+            try:
+                in_db = con.execute("select count(*), min(run_id) from relationships").fetchone()
+                in_parquet = con.execute("select count(*), min(run_id) from read_parquet($p)", {"p": str(files.parquet("relationships"))}).fetchone()
+                vectors = con.execute("select count(*) from read_parquet($p)", {"p": str(files.embeddings)}).fetchone()[0]
+                memories = con.execute("select count(*) from memories").fetchone()[0]
+            finally:
+                con.close()
+            if in_db != in_parquet or vectors != memories or in_db[1] not in (None, files.run_id):
+                errors.append(f"mixed snapshot {files.run_id}: duckdb {in_db}, parquet {in_parquet}, vectors {vectors}, memories {memories}")
             queries += 1
             found = find_correlations("ep1", out=root)
             if not found:
@@ -39,7 +56,7 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
             errors.append(f"{type(exc).__name__}: {exc}")
             queries += 1
         time.sleep(0.02)  # continuous, but leaves the runs under test some CPU
-    Path(out_file).write_text(json.dumps({"queries": queries, "errors": errors[:20], "error_count": len(errors)}))
+    Path(out_file).write_text(json.dumps({"queries": queries, "errors": errors[:20], "error_count": len(errors), "snapshots": snapshots}))
 
 
 def writer(root: str, name: str, count: str, pairs_file: str | None = None) -> None:

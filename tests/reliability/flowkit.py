@@ -98,12 +98,48 @@ def sha256(path: Path) -> str:
 
 
 def snapshot_state(root: Path) -> dict:
-    """What a reader sees: the live DuckDB file (bytes and tables) and the Parquet link and files."""
+    """What a reader sees, resolved through `current` once: the DuckDB file (bytes and
+    tables), the Parquet files, the run record and where `current` points."""
     catalog = Catalog(root)
-    con = duckdb.connect(str(catalog.database), read_only=True)
+    files = catalog.current_snapshot()
+    assert files is not None, f"no snapshot in {root}"
+    con = duckdb.connect(str(files.database), read_only=True)
     try:
         tables = {name: con.execute(f"select * from {name} order by all").fetchall() for name in ("memories", "relationships", "runs")}
     finally:
         con.close()
-    parquet = {p.name: sha256(p) for p in sorted(catalog.parquet_dir.glob("*.parquet"))}
-    return {"database": sha256(catalog.database), "tables": repr(tables), "parquet": parquet, "link": os.readlink(catalog.parquet_dir)}
+    parquet = {p.name: sha256(p) for p in sorted(files.dir.glob("*.parquet"))}
+    record = files.run_record.read_text() if files.run_record.is_file() else None
+    return {"database": sha256(files.database), "tables": repr(tables), "parquet": parquet, "record": record, "link": os.readlink(catalog.current)}
+
+
+def assert_one_whole_run(root: Path) -> str:
+    """The snapshot a reader sees is one run's, whole: the DuckDB file, every Parquet table,
+    the vectors and the run record all come from the run `current` names, and the fixed
+    paths (correlations.duckdb, parquet/) lead to the same files. Returns its run id."""
+    catalog = Catalog(root)
+    files = catalog.current_snapshot()
+    assert files is not None and catalog.current.is_symlink(), f"no current snapshot in {root}"
+    run_id = files.run_id
+    record = json.loads(files.run_record.read_text())
+    assert record["run_id"] == run_id, (record, run_id)
+    con = duckdb.connect(str(files.database), read_only=True)
+    try:
+        keys = {"memories": "id, content_hash", "relationships": "source_id, target_id, relationship_type, score, run_id", "rejects": "store, location, reason",
+                "tier_distribution": "*", "tier_links": "*", "runs": "run_id, status"}
+        for table, columns in keys.items():
+            in_db = con.execute(f"select {columns} from {table} order by all").fetchall()
+            in_parquet = con.execute(f"select {columns} from read_parquet($path) order by all", {"path": str(files.parquet(table))}).fetchall()
+            assert in_db == in_parquet, f"{table}: the DuckDB file and the Parquet copy differ"
+        run_ids = {r[0] for r in con.execute("select distinct run_id from relationships").fetchall()}
+        assert run_ids <= {run_id}, f"relationships of runs {run_ids} in snapshot {run_id}"
+        assert (run_id,) in con.execute("select run_id from runs").fetchall(), f"run {run_id} is not in its own runs table"
+        memory_ids = sorted(r[0] for r in con.execute("select id from memories").fetchall())
+    finally:
+        con.close()
+    if files.embeddings.is_file():
+        assert sorted(pl.read_parquet(files.embeddings).get_column("id").to_list()) == memory_ids, "vectors of another run"
+    if catalog.database.is_symlink():
+        assert catalog.database.resolve() == files.database.resolve()
+        assert catalog.parquet_dir.resolve() == files.dir.resolve()
+    return run_id

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 import math
+import random
 import sqlite3
 import tempfile
 import uuid
@@ -15,10 +16,11 @@ from datetime import timezone
 from pathlib import Path
 
 import psycopg
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from psycopg import sql
 
@@ -27,6 +29,8 @@ from reliability.hostile import (
     BAD_TIMESTAMPS,
     BOUNDED,
     HOSTILE_IDS,
+    FLOAT32_MAX,
+    FLOAT64_EDGES,
     LIMIT,
     RAW_LINES,
     accepted_matches_input,
@@ -36,7 +40,8 @@ from reliability.hostile import (
     contents,
 )
 from reliability.pgserver import fresh_database, server_dsn, table_fingerprint
-from crosstier.transforms.stores.extract import ExtractError, combined_extracts, extract_store
+from crosstier.transforms.stores.extract import ExtractError, StoreExtract, combined_extracts, extract_store, stored_vector, with_vector_length
+from crosstier.transforms.schema import REJECT_SCHEMA
 
 INVALID_UTF8 = [b"caf\xe9", b"\xff\xfe", b"\xc3", b"ok\xed\xa0\x80surrogate", b"\xf4\x90\x80\x80"]
 
@@ -62,11 +67,53 @@ def check_extract(store: StoreConfig, written: int, inputs: list | None = None, 
     return result
 
 
+# ---------------------------------------------------------------- provided vectors, as float32
+
+OVER_RANGE = [  # records that once failed the whole run (issue 17): kept as explicit cases
+    {"id": "big", "tier": "semantic", "content": "past float32", "embedding": [3.5e38, 0.0, 0.0]},
+    {"id": "long", "tier": "semantic", "content": "norm overflows", "embedding": [1e20] * 4},
+    {"id": "tiny", "tier": "semantic", "content": "zero as float32", "embedding": [1e-46, -1e-46]},
+    {"id": "ok", "tier": "semantic", "content": "fine", "embedding": [1e18, 0.0]},
+]
+
+
+@pytest.mark.parametrize(
+    ("vector", "reason"),
+    [
+        ([3.5e38, 0.0], r"value 3\.5e\+38 at index 0 overflows float32"),
+        ([0.0, -1e300], r"value -1e\+300 at index 1 overflows float32"),
+        ([1e20] * 384, "length \\(norm\\) that overflows float32"),
+        ([FLOAT32_MAX, FLOAT32_MAX], "length \\(norm\\) that overflows float32"),
+        ([1e-46, 5e-324], "all zeros as float32"),
+        ([0, 0, 0], "all zeros as float32"),
+        ([float("nan"), 1.0], "finite numbers only"),
+        ([2**1100, 1], "outside the float64 range"),
+    ],
+)
+def test_a_vector_that_does_not_survive_float32_is_refused(vector, reason):
+    with pytest.raises(ValueError, match=reason):
+        stored_vector(vector)
+
+
+@pytest.mark.parametrize("vector", [[1.0, 0.0], [1e18, 1.0], [1e-30, 1.0], [3, -4]])
+def test_a_vector_that_survives_float32_is_kept_as_given(vector):
+    assert stored_vector(vector) == [float(v) for v in vector]
+
+
+def test_a_vector_of_the_wrong_length_for_the_model_is_a_reject():
+    memories = pl.DataFrame({"id": ["a", "b", "c"], "location": ["m:1", "m:2", "m:3"], "_raw": ["ra", "rb", "rc"], "embedding": [[1.0, 0.0], [1.0, 0.0, 0.0], None]})
+    checked = with_vector_length(StoreExtract("m", memories, pl.DataFrame(schema=REJECT_SCHEMA), 3), dim=2)
+    assert checked.memories.get_column("id").to_list() == ["a", "c"]
+    assert checked.rejects.rows() == [("m", "m:2", "rb", "field 'embedding' has 3 values but the embedding model makes 2-dim vectors (set EMBEDDING_MODEL to the model that made them)")]
+    assert checked.records_read == checked.memories.height + checked.rejects.height
+
+
 # ---------------------------------------------------------------- jsonl, jsonl.gz
 
 
 @BOUNDED
 @given(recs=any_records, raws=st.lists(st.sampled_from(RAW_LINES), max_size=3), gz=st.booleans(), order=st.randoms(use_true_random=False))
+@example(recs=OVER_RANGE, raws=[], gz=False, order=random.Random(0))
 def test_jsonl_hostile_records(recs, raws, gz, order):
     lines = [json.dumps(r).encode("utf-8") for r in recs] + raws
     order.shuffle(lines)
@@ -113,7 +160,7 @@ PARQUET_COLUMNS = {
         "string": (pa.string(), st.sampled_from(['["a"]', "nope", "[1]"]) | st.none()),
     },
     "metadata": {"string": (pa.string(), st.sampled_from(['{"k": 1}', "[1]", "{bad", None]))},
-    "embedding": {"list": (pa.list_(pa.float64()), st.lists(st.floats(), max_size=3) | st.none())},
+    "embedding": {"list": (pa.list_(pa.float64()), st.lists(st.floats() | st.sampled_from(FLOAT64_EDGES), max_size=3) | st.none())},
 }
 
 
@@ -175,7 +222,8 @@ def test_sqlite_hostile_rows(recs, blobs, table, by_query):
         con.commit()
         con.close()
         store = StoreConfig(name="sqlite-store", kind="sqlite", path=str(path), **({"query": f"select * from {quoted}"} if by_query else {"table": table}))
-        result = check_extract(store, len(rows), None, root)
+        written = [dict(zip(SQLITE_COLUMNS, row)) for row in rows]  # as stored, blobs included
+        result = check_extract(store, len(rows), written, root)
         assert not list(root.glob("m.sqlite-*")), "a journal or WAL file appeared: the store was opened for writing"
         assert_contract(result.memories, "sqlite-store")
 
@@ -217,22 +265,53 @@ FRONT_MATTER = st.sampled_from(
 )
 def test_markdown_hostile_workspace(days, facts, skills):
     written = 0
+    entries_by_file: dict[str, list[bytes]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "memory").mkdir()
         for day, entries in days:
-            (root / "memory" / f"{day}.md").write_bytes(b"# log\n\n" + b"\n\n".join(_line(e) for e in entries) + b"\n")
+            lines = [_line(e) for e in entries]
+            (root / "memory" / f"{day}.md").write_bytes(b"# log\n\n" + b"\n\n".join(lines) + b"\n")
+            entries_by_file[f"memory/{day}.md"] = lines
             written += len(entries)
         if facts:
             body = b"\n".join(_line(text) + b"\n  Source: " + source.encode() for text, source in facts)
             (root / "MEMORY.md").write_bytes(b"# Memory\n\n" + body + b"\n")
+            entries_by_file["MEMORY.md"] = [_line(text) for text, _ in facts]
             written += len(facts)
         for name, text in skills:
             folder = root / "skills" / name
             folder.mkdir(parents=True)
             (folder / "SKILL.md").write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
             written += 1
-        check_extract(StoreConfig(name="markdown-store", kind="markdown", path=str(root)), written, None, root)
+        result = check_extract(StoreConfig(name="markdown-store", kind="markdown", path=str(root)), written, None, root)
+        accepted_entries_match_what_was_written(result.memories, entries_by_file, {name for name, _ in skills})
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def accepted_entries_match_what_was_written(memories, entries_by_file: dict[str, list[bytes]], skills: set[str]) -> None:
+    """Each accepted log entry or fact is one written bullet's text (the `- ` dropped,
+    whitespace as the reader folds it), from the file its location names; each skill comes
+    from a SKILL.md that was written."""
+    for row in memories.iter_rows(named=True):
+        path = row["location"].split(":", 1)[0]
+        if path.startswith("skills/"):
+            assert path.split("/")[1] in skills and path.endswith("/SKILL.md"), row
+            continue
+        assert path in entries_by_file, row
+        bodies = [_words(line[2:].decode("utf-8", errors="strict")) for line in entries_by_file[path] if _decodes(line)]
+        assert _words(row["content"]) in bodies, (row["content"], bodies)
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_markdown_deeply_nested_front_matter_is_a_reject(tmp_path):
@@ -241,6 +320,8 @@ def test_markdown_deeply_nested_front_matter_is_a_reject(tmp_path):
     (folder / "SKILL.md").write_text("---\nname: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n")
     result = extract_store(StoreConfig(name="markdown-store", kind="markdown", path=str(tmp_path)), LIMIT)
     assert_accounted(result, 1, "markdown-store")
+    assert result.memories.height == 0, "a skill whose front matter cannot be read was accepted"
+    assert result.rejects.height == 1 and "front matter" in result.rejects.item(0, "reason"), result.rejects.rows()
 
 
 @pytest.mark.timeout(5)

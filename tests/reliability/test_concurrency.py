@@ -47,6 +47,9 @@ def test_readers_see_only_complete_snapshots_while_runs_publish(tmp_path):
     assert all(proc.returncode == 0 for proc in readers), [(tmp_path / f"reader{i}.log").read_text()[-2000:] for i in range(READERS)]
     assert [r["errors"] for r in results if r["error_count"]] == []
     assert all(r["queries"] > 0 for r in results)
+    # every reader was there while the snapshot changed: it saw at least two, in publish order
+    assert all(len(r["snapshots"]) >= 2 for r in results), [r["snapshots"] for r in results]
+    assert all(r["snapshots"] == sorted(r["snapshots"]) for r in results), [r["snapshots"] for r in results]
 
 
 MANUAL_MEMORIES = 70  # 70 * 69 / 2 = 2,415 distinct pairs, enough for 2,000 distinct links
@@ -119,3 +122,6 @@ def test_readers_never_fail_while_flow_runs_publish(tmp_path, shared_embedding_c
     assert all(proc.returncode == 0 for proc in readers), [(tmp_path / f"reader{i}.log").read_text()[-2000:] for i in range(READERS)]
     assert [r["errors"] for r in results if r["error_count"]] == []
     assert all(r["queries"] > 0 for r in results)
+    # every reader was there while the snapshot changed: it saw at least two, in publish order
+    assert all(len(r["snapshots"]) >= 2 for r in results), [r["snapshots"] for r in results]
+    assert all(r["snapshots"] == sorted(r["snapshots"]) for r in results), [r["snapshots"] for r in results]

@@ -285,9 +285,9 @@ def test_markdown_workspace(tmp_path):
     mem = result.memories
     episodes = mem.filter(pl.col("tier") == "episodic").sort("location")
     assert episodes.get_column("content").to_list() == [
-        "Maya asked to move billing-api to Python 3.12.",
-        "Ran the suite: 3 failures in\ntest_pgvector.py.",
-        "A paragraph entry about backups.",
+        "Billing migration: Maya asked to move billing-api to Python 3.12.",
+        "Billing migration: Ran the suite: 3 failures in\ntest_pgvector.py.",
+        "Billing migration: A paragraph entry about backups.",
     ]
     assert episodes.get_column("location").to_list() == ["memory/2026-11-04.md:L4-L4", "memory/2026-11-04.md:L5-L6", "memory/2026-11-04.md:L8-L8"]
     stamps = episodes.get_column("timestamp").dt.strftime("%H:%M").to_list()
@@ -296,8 +296,8 @@ def test_markdown_workspace(tmp_path):
     facts = mem.filter(pl.col("tier") == "semantic").sort("location")
     first_episode = episodes.get_column("id")[0]
     assert facts.get_column("refs").to_list() == [[first_episode], []]
-    assert facts.get_column("content").to_list() == ["billing-api targets Python 3.12.", "Untraced fact."]
-    assert json.loads(facts.get_column("metadata")[1])["unresolved_sources"] == ["memory/2026-11-01.md#L1-L2"]
+    assert facts.get_column("content").to_list() == ["Projects: billing-api targets Python 3.12.", "Projects: Untraced fact."]
+    assert json.loads(facts.get_column("metadata")[1])["unresolved_sources"] == ["memory/2026-11-01.md:1-2"]
     skill = mem.filter(pl.col("tier") == "procedural").row(0, named=True)
     assert skill["id"] == "ws:skill/deploy"
     assert json.loads(skill["metadata"])["description"] == "Ship a service with deploy.sh"

@@ -1,13 +1,14 @@
-"""Publish a snapshot atomically: Parquet first (the source of truth), then the DuckDB file
-rebuilt beside the old one and renamed into place, so a reader sees the old or the new,
-never half, and a run that dies leaves the last snapshot as it was."""
+"""Publish a snapshot atomically: every file of the run (Parquet tables, the DuckDB file
+built from them, the vectors, the incremental state, the run's record) is written into a new
+folder `snapshots/<run_id>/`, then `current` is switched to it in ONE rename. A reader sees
+the old snapshot or the new one, whole, never a mix; a run that dies at any step before the
+switch leaves the last snapshot as it was, and one that dies after it has published."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,17 @@ import duckdb
 import polars as pl
 
 from crosstier import sql
-from crosstier.core.catalog import Catalog
+from crosstier.core.atomic import fsync_dir, leftover_links, switch_link
+from crosstier.core.catalog import DATABASE_NAME, Catalog, SnapshotFiles
 
 # Views created in every snapshot, one sql/<name>.sql each (the read side's named queries).
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
-KEEP_SNAPSHOTS = 2  # the current one and the one before, for readers still holding it
+# The step names publish_snapshot reports after each write and rename, in order; a
+# `wrote <table>.parquet` step comes for every table in between (tests kill at each one).
+SWITCHED = "switched current"
+STEPS = ("wrote run.json", f"wrote {DATABASE_NAME}", "renamed the snapshot folder", SWITCHED, "linked the fixed paths", "pruned old snapshots")
+
+Checkpoint = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -33,17 +40,16 @@ class Published:
     rows: dict[str, int]
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
     frame.write_parquet(path)
     with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _write_json(record: dict, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, sort_keys=True, default=str)
+        handle.flush()
         os.fsync(handle.fileno())
 
 
@@ -70,12 +76,9 @@ def snapshot_database(tables: dict[str, pl.DataFrame], path: Path) -> None:
 
 
 def current_snapshot_dir(catalog: Catalog) -> Path | None:
-    """The folder the `parquet` link points at, or None before the first publish."""
-    link = catalog.parquet_dir
-    if link.is_symlink() or link.is_dir():
-        resolved = link.resolve()
-        return resolved if resolved.is_dir() else None
-    return None
+    """The live snapshot's folder (what `current` points at), or None before the first publish."""
+    files = catalog.current_snapshot()
+    return files.dir if files is not None else None
 
 
 def publish_snapshot(
@@ -84,78 +87,117 @@ def publish_snapshot(
     run_id: str,
     *,
     parquet_only: dict[str, pl.DataFrame] | None = None,
-    before_swap: Callable[[], None] | None = None,
+    record: dict | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Published:
-    """Write every table as Parquet into a new snapshot folder, build the DuckDB file beside
-    the live one, then swap both in with renames. `parquet_only` tables (vectors, incremental
-    state) go into the snapshot folder but not the DuckDB file. Returns what was written."""
-    root = catalog.root
-    snapshots = root / "snapshots"
+    """Write every table as Parquet, the run's `record` and the DuckDB file built from the
+    tables into a new snapshot folder, then make it current in one rename. `parquet_only`
+    tables (vectors, incremental state) go into the folder but not the DuckDB file.
+    `checkpoint(step)` is called after every write and rename (see STEPS). Returns what was written."""
+    step = checkpoint or (lambda _: None)
+    snapshots = catalog.snapshots_dir
     snapshots.mkdir(parents=True, exist_ok=True)
-    snapshot_dir = snapshots / run_id
+    snapshot_dir = catalog.snapshot_dir(run_id)
+    if snapshot_dir.exists():
+        raise FileExistsError(f"snapshot {snapshot_dir} exists already: run ids must be unique")
     staging = snapshots / f".{run_id}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     for name, frame in {**tables, **(parquet_only or {})}.items():
         _write_parquet(frame, staging / f"{name}.parquet")
-    _fsync_dir(staging)
+        step(f"wrote {name}.parquet")
+    _write_json(record or {"run_id": run_id}, staging / "run.json")
+    step("wrote run.json")
+    snapshot_database(tables, staging / DATABASE_NAME)
+    with open(staging / DATABASE_NAME, "rb") as handle:
+        os.fsync(handle.fileno())
+    step(f"wrote {DATABASE_NAME}")
+    fsync_dir(staging)
     os.replace(staging, snapshot_dir)
-
-    temp_db = root / f".correlations.{run_id}.duckdb.tmp"
-    temp_db.unlink(missing_ok=True)
-    try:
-        snapshot_database(tables, temp_db)
-        with open(temp_db, "rb") as handle:
-            os.fsync(handle.fileno())
-        if before_swap is not None:
-            before_swap()
-        # The DuckDB file first: it is what readers open. A reader holding the old file
-        # keeps reading the old inode until it closes.
-        os.replace(temp_db, catalog.database)
-        link_tmp = root / f".parquet.{uuid.uuid4().hex}.tmp"
-        os.symlink(Path("snapshots") / run_id, link_tmp)
-        if catalog.parquet_dir.is_dir() and not catalog.parquet_dir.is_symlink():
-            shutil.rmtree(catalog.parquet_dir)  # a plain folder from an older layout
-        os.replace(link_tmp, catalog.parquet_dir)
-        _fsync_dir(root)
-    finally:
-        temp_db.unlink(missing_ok=True)
-    _prune_snapshots(snapshots, keep=snapshot_dir)
+    fsync_dir(snapshots)
+    step("renamed the snapshot folder")
+    previous = current_snapshot_dir(catalog)
+    switch_link(catalog.current, Path("snapshots") / run_id)  # THE switch: everything at once
+    step(SWITCHED)
+    link_fixed_paths(catalog)
+    step("linked the fixed paths")
+    _prune_snapshots(snapshots, keep={snapshot_dir.name, previous.name if previous else ""})
+    step("pruned old snapshots")
     return Published(run_id, catalog.database, snapshot_dir, {name: frame.height for name, frame in tables.items()})
 
 
-def _prune_snapshots(snapshots: Path, keep: Path) -> None:
-    """Drop old snapshot folders and leftovers of killed runs, keeping the newest few."""
+def link_fixed_paths(catalog: Catalog) -> None:
+    """`correlations.duckdb` -> current/correlations.duckdb and `parquet` -> current, made once
+    (and over the files of a warehouse published before `current` existed); they never change
+    after, so they are no part of the switch."""
+    fixed = {catalog.database: Path("current") / DATABASE_NAME, catalog.parquet_dir: Path("current")}
+    for link, target in fixed.items():
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            continue
+        if link.is_dir() and not link.is_symlink():
+            shutil.rmtree(link)  # a plain folder from an older layout
+        switch_link(link, target)
+
+
+def _prune_snapshots(snapshots: Path, keep: set[str]) -> None:
+    """Drop every snapshot folder but the new and the previous one (a reader may still hold
+    it), and the leftovers of killed runs."""
     for partial in snapshots.glob(".*.partial"):
         shutil.rmtree(partial, ignore_errors=True)
-    done = sorted((p for p in snapshots.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
-    for old in done[:-KEEP_SNAPSHOTS]:
-        if old != keep:
+    for old in snapshots.iterdir():
+        if old.is_dir() and not old.name.startswith(".") and old.name not in keep:
             shutil.rmtree(old, ignore_errors=True)
 
 
 def cleanup_leftovers(catalog: Catalog) -> int:
-    """Remove temp files a killed run left behind; returns how many. Never touches the live snapshot."""
+    """Remove what a killed run left behind (half-written snapshot folders, temp links and
+    files); returns how many. Never touches the live snapshot."""
     removed = 0
     if not catalog.root.is_dir():
         return 0
-    for leftover in [*catalog.root.glob(".correlations.*.duckdb.tmp*"), *catalog.root.glob(".parquet.*.tmp")]:
+    temps = [*catalog.root.glob(".correlations.*.duckdb.tmp*"), *catalog.root.glob(".parquet.*.tmp")]
+    temps += leftover_links(catalog.root, catalog.current.name) + leftover_links(catalog.root, DATABASE_NAME)
+    for leftover in sorted(set(temps)):
         leftover.unlink(missing_ok=True)
         removed += 1
-    snapshots = catalog.root / "snapshots"
-    if snapshots.is_dir():
-        for partial in snapshots.glob(".*.partial"):
+    if catalog.snapshots_dir.is_dir():
+        for partial in catalog.snapshots_dir.glob(".*.partial"):
             shutil.rmtree(partial, ignore_errors=True)
             removed += 1
     return removed
 
 
+def recover(catalog: Catalog) -> dict | None:
+    """Finish what a run killed after its switch left undone: the fixed links, and the run's
+    record in the run log. Returns the record it appended, if any."""
+    files = catalog.current_snapshot()
+    if files is None or not catalog.current.is_symlink():
+        return None
+    link_fixed_paths(catalog)
+    record = published_record(files)
+    if record is None or any(r.get("run_id") == record.get("run_id") and r.get("status") == record.get("status") for r in run_log(catalog)):
+        return None
+    append_run_log(catalog, record)
+    return record
+
+
+def published_record(files: SnapshotFiles) -> dict | None:
+    """The record of the run that made this snapshot (None for an older snapshot without one)."""
+    try:
+        return json.loads(files.run_record.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def read_snapshot_table(catalog: Catalog, name: str) -> pl.DataFrame | None:
     """A table of the current snapshot from its Parquet copy, or None when there is none."""
-    snapshot = current_snapshot_dir(catalog)
-    if snapshot is None:
-        return None
-    path = snapshot / f"{name}.parquet"
+    files = catalog.current_snapshot()
+    return snapshot_table(files, name) if files is not None else None
+
+
+def snapshot_table(files: SnapshotFiles, name: str) -> pl.DataFrame | None:
+    """One table of a resolved snapshot from its Parquet copy, or None when it has none."""
+    path = files.parquet(name)
     return pl.read_parquet(path) if path.is_file() else None
 
 
@@ -163,15 +205,19 @@ def append_run_log(catalog: Catalog, record: dict) -> None:
     """One line per finished run (published or failed) in runs.jsonl, outside any snapshot."""
     catalog.root.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, sort_keys=True, default=str) + "\n"
-    with open(catalog.root / "runs.jsonl", "a", encoding="utf-8") as handle:
-        handle.write(line)
+    with open(catalog.run_log, "a+b") as handle:
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                line = "\n" + line  # a run killed mid-line: its torn line stays apart
+        handle.write(line.encode("utf-8"))
         handle.flush()
         os.fsync(handle.fileno())
 
 
 def run_log(catalog: Catalog) -> list[dict]:
     """Every run recorded in runs.jsonl (a torn last line from a killed run is skipped)."""
-    path = catalog.root / "runs.jsonl"
+    path = catalog.run_log
     if not path.is_file():
         return []
     out = []

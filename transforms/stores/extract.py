@@ -178,12 +178,52 @@ def _embedding(value: Any) -> list[float] | None:
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value:
         raise ValueError("field 'embedding' must be a non-empty list of numbers")
-    out = []
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
-            raise ValueError("field 'embedding' must hold finite numbers only")
-        out.append(float(item))
-    return out
+    if any(isinstance(item, bool) or not isinstance(item, (int, float)) for item in value):
+        raise ValueError("field 'embedding' must hold finite numbers only")
+    return stored_vector(value)
+
+
+def stored_vector(values: list[float] | tuple[float, ...]) -> list[float]:
+    """A provided vector checked as it will be stored and scored: cast to float32 every value
+    must stay finite, and so must its float32 norm, which must not be zero (it is divided by).
+    A Python float such as 3.5e38 is finite but overflows float32; raises ValueError saying so."""
+    try:
+        wide = np.asarray(values, dtype=np.float64)
+    except (OverflowError, ValueError):  # an int past float64's range
+        raise ValueError("field 'embedding' holds a number outside the float64 range") from None
+    if not np.isfinite(wide).all():
+        raise ValueError("field 'embedding' must hold finite numbers only")
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        narrow = wide.astype(np.float32)
+        # the same expression provided_embeddings normalises with, row-wise on float32
+        norm = np.linalg.norm(narrow[None, :], axis=1)[0]
+    if not np.isfinite(narrow).all():
+        at = int(np.argmin(np.isfinite(narrow)))
+        raise ValueError(f"field 'embedding' value {float(wide[at])!r} at index {at} overflows float32 (max {float(np.finfo(np.float32).max):.4g})")
+    if not np.isfinite(norm):
+        raise ValueError("field 'embedding' has a length (norm) that overflows float32: its values are too large to normalise")
+    if norm == 0:
+        raise ValueError("field 'embedding' is all zeros as float32: it has no direction to compare")
+    return wide.tolist()
+
+
+def with_vector_length(extract: StoreExtract, dim: int) -> StoreExtract:
+    """The store's memories whose provided vector has the model's `dim` values; a vector of
+    another length makes its record a reject (the rest of the run goes on)."""
+    if "embedding" not in extract.memories.columns or extract.memories.height == 0:
+        return extract
+    length = pl.col("embedding").list.len()
+    wrong = pl.col("embedding").is_not_null() & (length != dim)
+    bad = extract.memories.filter(wrong)
+    if bad.height == 0:
+        return extract
+    rejects = bad.select(
+        pl.lit(extract.store).alias("store"),
+        "location",
+        pl.col("_raw").alias("raw") if "_raw" in bad.columns else pl.lit("").alias("raw"),
+        pl.format("field 'embedding' has {} values but the embedding model makes {}-dim vectors (set EMBEDDING_MODEL to the model that made them)", length, pl.lit(dim)).alias("reason"),
+    )
+    return StoreExtract(extract.store, extract.memories.filter(~wrong), pl.concat([extract.rejects, rejects.cast(REJECT_SCHEMA)]), extract.records_read)
 
 
 def canonical_memory(fields: dict[str, Any], store: StoreConfig, location: str, max_content_bytes: int) -> dict[str, Any]:
@@ -519,7 +559,7 @@ def _markdown_records(store: StoreConfig) -> Iterator[RawRecord]:
     if not root.is_dir():
         raise ExtractError(f"store '{store.name}': markdown workspace folder not found: {root}")
     try:
-        for location, raw, fields, error in markdown_records(root, store.name):
+        for location, raw, fields, error in markdown_records(root, store.name, store.timezone):
             yield RawRecord(location, raw, fields, error)
     except OSError as exc:
         raise ExtractError(f"store '{store.name}': cannot read workspace {root}: {exc}") from exc
