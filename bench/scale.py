@@ -5,6 +5,7 @@ the CLI in a subprocess, and its wall time, peak memory and seconds per stage.
     .venv/bin/python bench/scale.py --n 1000000 --namespaces 1000   # many agents
     .venv/bin/python bench/scale.py --n 100000 --format jsonl       # the same corpus as a JSONL store
     .venv/bin/python bench/scale.py --n 100000 --min-score 0.45 --check-recall  # approximate vs exact search
+    .venv/bin/python bench/scale.py --n 1000000 --search-only --check-recall --recall-sample 5000
     .venv/bin/python bench/scale.py --n 100000 --task-runner dask   # a local Dask cluster
 
 The corpus (vectorised, so 1M rows take seconds): per namespace, sessions of 10 chat turns
@@ -245,10 +246,11 @@ def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) ->
     return {"wall": wall, "peaks": peaks, "summary": summary, "flow_cpu": memory.cpu.get(process.pid, 0.0)}
 
 
-def search_recall(store: Path, fmt: str, min_score: float | None) -> dict:
+def search_recall(store: Path, fmt: str, min_score: float | None, sample: int, at_floor: float | None) -> dict:
     """The approximate cosine range search against the exact one, on the corpus's vectors, at the
     similarity floors of the run's scoring (a lowered --min-score gives floors <= 1): the share of
-    the exact search's pairs it finds, and both searches' seconds."""
+    the exact search's pairs it finds, and both searches' seconds. With `sample` < n, the exact
+    search runs for that many queries only and recall counts the pairs with an end among them."""
     from dataclasses import replace
 
     from crosstier.core.config import ScoringConfig
@@ -256,28 +258,60 @@ def search_recall(store: Path, fmt: str, min_score: float | None) -> dict:
     from crosstier.transforms.link.neighbours import approximate_pairs, exact_pairs
 
     frame = pl.read_parquet(store) if fmt == "parquet" else pl.read_ndjson(store)
+    frame = frame.filter(pl.col("namespace") == frame["namespace"][0])  # one namespace is enough to measure
+    if fmt == "jsonl":
+        frame = frame.with_columns(pl.col("timestamp").str.to_datetime(time_zone="UTC"))
     scoring = ScoringConfig() if min_score is None else replace(ScoringConfig(), min_correlation_score=min_score)
-    floor = semantic_floor(frame.with_columns(pl.col("timestamp").cast(pl.String).str.to_datetime(time_zone="UTC")) if fmt == "jsonl" else frame, scoring)
+    floor = semantic_floor(frame, scoring) if at_floor is None else np.full(frame.height, at_floor)
     if not (floor <= 1.0).any():
         floor = np.full(frame.height, 0.75)  # the defaults search nothing on similarity alone: measure at 0.75
     vectors = frame["embedding"].list.to_array(DIM).to_numpy().astype(np.float32)
+    del frame
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    out = {}
-    for namespace, rows in frame.with_row_index("_r").group_by("namespace", maintain_order=True).agg("_r").iter_rows():
-        members = np.asarray(rows, dtype=np.int64)
-        t = time.perf_counter()
-        exact = exact_pairs(vectors, members, members, floor)
-        exact_s = time.perf_counter() - t
-        t = time.perf_counter()
-        approximate = approximate_pairs(vectors, members, members, floor, scoring.ann_probes)
-        approximate_s = time.perf_counter() - t
-        found = pl.DataFrame(approximate, schema=["a", "b"], orient="row").join(pl.DataFrame(exact, schema=["a", "b"], orient="row"), on=["a", "b"], how="semi").height
-        recall = found / len(exact) if len(exact) else 1.0
-        print(f"search recall ({namespace}, {len(members)} memories, floor {float(floor.min()):.3f}): approximate found {found} of the exact "
-              f"{len(exact)} pairs ({recall:.4f}); exact {exact_s:.1f} s, approximate {approximate_s:.1f} s (probes {scoring.ann_probes})")
-        out = {"ann_recall": round(recall, 4), "exact_pairs": len(exact), "exact_search_s": round(exact_s, 1), "ann_search_s": round(approximate_s, 1)}
-        break  # the first (largest with one namespace) namespace is enough to measure
-    return out
+    members = np.arange(len(vectors))
+    queries = members if sample >= len(members) else np.sort(np.random.default_rng(0).choice(members, sample, replace=False))
+    t = time.perf_counter()
+    approximate = approximate_pairs(vectors, members, members, floor, scoring.ann_probes)
+    approximate_s = time.perf_counter() - t
+    t = time.perf_counter()
+    exact = exact_pairs(vectors, members, queries, floor)
+    exact_s = time.perf_counter() - t
+    if len(queries) < len(members):
+        in_sample = np.isin(approximate[:, 0], queries) | np.isin(approximate[:, 1], queries)
+        approximate = approximate[in_sample]
+    found = pl.DataFrame(approximate, schema=["a", "b"], orient="row").join(
+        pl.DataFrame(exact, schema=["a", "b"], orient="row"), on=["a", "b"], how="semi").height
+    recall = found / len(exact) if len(exact) else 1.0
+    print(f"search recall ({len(members)} memories, {len(queries)} exact queries, floor {float(floor.min()):.3f}): approximate found "
+          f"{found} of the exact {len(exact)} pairs ({recall:.4f}); approximate {approximate_s:.1f} s for all queries, "
+          f"exact {exact_s:.1f} s for {len(queries)} queries (probes {scoring.ann_probes})")
+    return {"ann_recall": round(recall, 4), "exact_pairs": len(exact), "recall_queries": len(queries),
+            "exact_search_s": round(exact_s, 1), "ann_search_s": round(approximate_s, 1)}
+
+
+def whole_run(work: Path, task_runner: str, env: dict[str, str]) -> dict:
+    """`ctc run --full` once: its figures for the RESULT line, printed as they come."""
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    run = run_ctc(work, task_runner, env, "run.log")
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    summary = run["summary"]
+    stages = summary.get("stage_seconds", {})
+    print(f"run: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
+          f"{summary['pairs_scored']} pairs scored, {summary['relationships']} links")
+    print("  stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in stages.items()))
+    print("  peak RSS (MiB): " + ", ".join(f"{k} {', '.join(f'{v:.0f}' for v in vs)}" for k, vs in run["peaks"].items()))
+    print(f"  load average before {' '.join(load_before)}, after {' '.join(load_after)} (2 shared cores: timings are noisy)", flush=True)
+    result = {
+        "wall_s": round(run["wall"], 2),
+        "flow_cpu_s": round(run["flow_cpu"], 1),  # the flow process's CPU seconds: less noisy than wall on a shared machine
+        "flow_peak_rss_mib": round(max(run["peaks"].get("flow", [0.0])), 0),
+    }
+    for i, mib in enumerate(run["peaks"].get("worker", [])):
+        result[f"worker{i}_peak_rss_mib"] = round(mib, 0)
+    result.update({f"{k}_s": round(v, 2) for k, v in stages.items()})
+    result["flow_total_s"] = round(summary.get("seconds", 0.0), 2)  # the flow's own time; wall adds Prefect's start
+    result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
+    return result
 
 
 def main() -> None:
@@ -288,6 +322,9 @@ def main() -> None:
     parser.add_argument("--task-runner", choices=("default", "dask"), default="default")
     parser.add_argument("--check-recall", action="store_true", help="then measure the approximate cosine search against the exact one on the corpus")
     parser.add_argument("--min-score", type=float, default=None, help="MIN_CORRELATION_SCORE for the run (a lowered one turns on the similarity search)")
+    parser.add_argument("--recall-sample", type=int, default=100_000, help="exact search for at most this many queries")
+    parser.add_argument("--recall-floor", type=float, default=None, help="measure the search at this cosine floor instead of the scoring's")
+    parser.add_argument("--search-only", action="store_true", help="skip the run: only the corpus and --check-recall")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp folder)")
     args = parser.parse_args()
@@ -302,38 +339,26 @@ def main() -> None:
         f'[output]\ndir = "warehouse"\n[[stores]]\nname = "corpus"\nkind = "{args.format}"\npath = "{store.name}"\n'
     )
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # a loaded machine starts the API slowly
     # One Prefect home for every bench run, as a user has one: its database is set up once, not per run.
     env.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "ctc-bench-prefect-home"))
     if args.min_score is not None:
         env["MIN_CORRELATION_SCORE"] = str(args.min_score)
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
-    run = run_ctc(work, args.task_runner, env, "run.log")
-    load_after = Path("/proc/loadavg").read_text().split()[:3]
-    summary = run["summary"]
-    stages = summary.get("stage_seconds", {})
-    print(f"run: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
-          f"{summary['pairs_scored']} pairs scored, {summary['relationships']} links")
-    print("  stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in stages.items()))
-    print("  peak RSS (MiB): " + ", ".join(f"{k} {', '.join(f'{v:.0f}' for v in vs)}" for k, vs in run["peaks"].items()))
-    print(f"  load average before {' '.join(load_before)}, after {' '.join(load_after)} (2 shared cores: timings are noisy)")
     result = {
         "n": written, "namespaces": args.namespaces, "format": args.format, "task_runner": args.task_runner,
         "min_score": args.min_score if args.min_score is not None else "default",
-        "wall_s": round(run["wall"], 2),
-        "flow_cpu_s": round(run["flow_cpu"], 1),  # the flow process's CPU seconds: less noisy than wall on a shared machine
-        "flow_peak_rss_mib": round(max(run["peaks"].get("flow", [0.0])), 0),
     }
-    for i, mib in enumerate(run["peaks"].get("worker", [])):
-        result[f"worker{i}_peak_rss_mib"] = round(mib, 0)
-    result.update({f"{k}_s": round(v, 2) for k, v in stages.items()})
-    result["flow_total_s"] = round(summary.get("seconds", 0.0), 2)  # the flow's own time; wall adds Prefect's start
-    result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
+    if not args.search_only:
+        result.update(whole_run(work, args.task_runner, env))
     if args.check_recall:
-        result.update(search_recall(store, args.format, args.min_score))
+        result.update(search_recall(store, args.format, args.min_score, args.recall_sample, args.recall_floor))
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
     result["loadavg"] = load_after[0]
     command = f".venv/bin/python bench/scale.py --n {args.n} --namespaces {args.namespaces} --format {args.format}"
     command += (" --task-runner dask" if args.task_runner == "dask" else "") + (" --check-recall" if args.check_recall else "")
     command += f" --min-score {args.min_score}" if args.min_score is not None else ""
+    command += f" --recall-floor {args.recall_floor}" if args.recall_floor is not None else ""
+    command += (" --search-only" if args.search_only else "") + (f" --recall-sample {args.recall_sample}" if args.recall_sample != 100_000 else "")
     print(f"reproduce: {command}")
     print("RESULT " + " ".join(f"{k}={v}" for k, v in result.items()))
 

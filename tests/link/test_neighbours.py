@@ -144,3 +144,24 @@ def test_pair_cosines_in_any_order():
     b = np.array([1, 2, 3, 0, 7, 49])
     expected = (vectors[a].astype(np.float64) * vectors[b]).sum(axis=1)
     assert np.allclose(neighbours.pair_cosines(vectors, a, b), expected, atol=1e-6)
+
+
+def test_links_pair_cosines_are_bit_identical_to_the_plain_float64_sum():
+    """The buffered gather changes how rows are fetched, never a bit of a score."""
+    import polars as pl
+
+    from crosstier.transforms.link.links import pair_cosines as link_pair_cosines
+
+    vectors = clustered(500, dim=384, seed=7)
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, 500, 5000), rng.integers(0, 500, 5000)
+    expected = (vectors[a].astype(np.float64) * vectors[b]).sum(axis=1)
+    got = link_pair_cosines(vectors, pl.DataFrame({"a_idx": a, "b_idx": b}))
+    assert np.array_equal(got, expected)
+    assert len(link_pair_cosines(vectors, pl.DataFrame({"a_idx": a[:0], "b_idx": b[:0]}))) == 0
+
+
+def test_unique_rows_sorted_once_each():
+    rows = [np.array([[3, 9], [0, 1]]), np.array([[3, 9], [2, 2], [0, 10]])]
+    assert neighbours._unique_rows(rows).tolist() == [[0, 1], [0, 10], [2, 2], [3, 9]]
+    assert neighbours._unique_rows([]).shape == (0, 2)

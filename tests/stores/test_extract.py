@@ -162,13 +162,17 @@ VECTOR_CASES = [
     ([1.0, float("nan")], "field 'embedding' must hold finite numbers only"),
     ([1.0, float("inf")], "field 'embedding' must hold finite numbers only"),
     ([1.0, None], "field 'embedding' must hold finite numbers only"),
+    ([0.0, 0.0], "all zeros"),
+    ([1e-30, 0.0], "all zeros"),  # tiny: its float32 norm underflows, the per-record rule says so
+    ([1e39, 1.0], "overflows float32"),
+    ([3e38, 3e38], "norm"),
     (None, None),
 ]
 
 
 @pytest.mark.parametrize(("arrow_type", "cases"), [
     (pa.list_(pa.float64()), VECTOR_CASES),
-    (pa.list_(pa.float32()), VECTOR_CASES),
+    (pa.list_(pa.float32()), [case for case in VECTOR_CASES if "float32" not in str(case[1]) and "norm" not in str(case[1])]),
     (pa.large_list(pa.float64()), VECTOR_CASES),
     (pa.list_(pa.int64()), [([1, 2, 3], None), ([], "non-empty"), ([4, None], "finite numbers only"), (None, None)]),
 ])
@@ -353,3 +357,27 @@ def test_markdown_hash_inside_an_entry_is_text_not_a_heading(tmp_path):
     (ws / "memory" / "2026-11-04.md").write_text("# d\n- Reviewed the fix\n  #501: pool size bumped\n#hashtag line stays too\n")
     result = extract_store(StoreConfig(name="ws", kind="markdown", path=str(ws)), LIMIT)
     assert result.memories.get_column("content").to_list() == ["Reviewed the fix\n#501: pool size bumped\n#hashtag line stays too"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": [1.5, 2e-7, -0.0, 123456789012345678901234567890]}',  # an integer past 64 bits
+    '{"a": NaN, "b": Infinity}',
+    '{"a": "\\ud800"}',  # a lone surrogate
+    '\ufeff{"a": 1}',  # a byte order mark
+    '{"a": 1, "a": 2}',  # a repeated key: the last wins
+    '[' * 5000 + ']' * 5000,  # nested too deeply
+    '{"a": 1} {"b": 2}',
+    '{"a": 1,}',
+])
+def test_jsonl_lines_parse_exactly_as_json_does(text):
+    """The fast parser is only a shortcut: every line gives json.loads' object or its error."""
+    from crosstier.transforms.stores.extract import _parsed_line
+
+    try:
+        expected = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        with pytest.raises(type(exc)):
+            _parsed_line(text.encode("utf-8", errors="surrogatepass"), text)
+        return
+    got = _parsed_line(text.encode("utf-8", errors="surrogatepass"), text)
+    assert json.dumps(got) == json.dumps(expected)  # NaN-safe comparison

@@ -378,8 +378,9 @@ def similarity_pairs(
             embeddings, members, queries, floor,
             ann_min_memories=scoring.ann_min_memories, ann_probes=scoring.ann_probes,
         ))
+    # each namespace's pairs come once each (similar_pairs) and namespaces are disjoint: no unique needed
     pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
-    return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
+    return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).cast(PAIR_SCHEMA)
 
 
 def bounded_pairs(

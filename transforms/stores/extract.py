@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import polars as pl
 
 from crosstier.core.config import Settings, StoreConfig
@@ -30,6 +32,7 @@ from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, TIERS
 
 RAW_PREVIEW_CHARS = 4000  # a reject keeps this much of the raw record: enough to find and fix it
 MAX_ID_CHARS = 512
+_LONG_DIGITS = re.compile(rb"\d{19,}")
 _BATCH_ROWS = 16_384  # rows read, checked and held as Python objects at a time
 
 
@@ -378,6 +381,19 @@ def _jsonl_batches(path: Path) -> Iterator[list[tuple[int, bytes]]]:
         yield batch
 
 
+def _parsed_line(line: bytes, text: str) -> Any:
+    """json.loads(text), parsed by orjson when it can (3-4x faster on long number lists): for
+    standard JSON both give the same objects; what orjson refuses (NaN, lone surrogates, a byte
+    order mark) goes to json, which accepts it or raises the error a reject reports. A line with
+    a run of 19+ digits goes to json directly: orjson reads an integer past 64 bits as a float."""
+    if _LONG_DIGITS.search(line) is None:
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 def jsonl_records(store: StoreConfig) -> Iterator[RawRecord | BulkVectors]:
     """One record per non-blank line of each file (.jsonl or .jsonl.gz).
 
@@ -399,7 +415,7 @@ def jsonl_records(store: StoreConfig) -> Iterator[RawRecord | BulkVectors]:
                         records.append(RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})"))
                         continue
                     try:
-                        fields = json.loads(text)
+                        fields = _parsed_line(line, text)
                     except json.JSONDecodeError as exc:
                         records.append(RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}"))
                         continue
