@@ -305,6 +305,27 @@ def _store_files(store: StoreConfig) -> list[Path]:
     return [path]
 
 
+def jsonl_line_record(line: bytes, location: str) -> RawRecord | None:
+    """One JSONL line -> a record (or one with its error); None for a blank line. The
+    watcher (`ctc watch`) parses appended lines with it, so both paths read alike."""
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
+        return RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})")
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return RawRecord(location, text, error="not valid JSON: nested too deeply")
+    if not isinstance(fields, dict):
+        return RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}")
+    return RawRecord(location, text, fields)
+
+
 def jsonl_records(store: StoreConfig) -> Iterator[RawRecord]:
     """One record per non-blank line of each file (.jsonl or .jsonl.gz)."""
     for path in _store_files(store):
@@ -312,27 +333,9 @@ def jsonl_records(store: StoreConfig) -> Iterator[RawRecord]:
         try:
             with opener(path, "rb") as handle:
                 for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    location = f"{path.name}:{number}"
-                    try:
-                        text = line.decode("utf-8").rstrip("\r\n")
-                    except UnicodeDecodeError as exc:
-                        raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
-                        yield RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})")
-                        continue
-                    try:
-                        fields = json.loads(text)
-                    except json.JSONDecodeError as exc:
-                        yield RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}")
-                        continue
-                    except RecursionError:
-                        yield RawRecord(location, text, error="not valid JSON: nested too deeply")
-                        continue
-                    if not isinstance(fields, dict):
-                        yield RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}")
-                        continue
-                    yield RawRecord(location, text, fields)
+                    record = jsonl_line_record(line, f"{path.name}:{number}")
+                    if record is not None:
+                        yield record
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
 
