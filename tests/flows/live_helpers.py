@@ -16,23 +16,26 @@ TOPICS = (
     "python typing rules for the billing service",
 )
 
+NAMES = ("alice", "bruno", "chen", "dara", "emeka", "farah", "goran", "hana", "ivo", "jun", "kofi", "lena", "mateo", "nika", "oskar", "priya")
+
 
 def unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def memory(i: int, *, topic: int | None = None, session: str | None = None, text: str | None = None, seed: int = 0) -> dict:
-    """Memory i: on topic i % 3 unless given, with a vector near its topic's direction."""
+def memory(i: int, *, topic: int | None = None, session: str | None = None, text: str | None = None, seed: int = 0, noise: float = 0.03) -> dict:
+    """Memory i: on topic i % 3 unless given, with a vector near its topic's direction
+    (the less noise, the closer to every other memory of the topic)."""
     topic = i % len(TOPICS) if topic is None else topic
     rng = np.random.default_rng(1000 * seed + i)
     base = np.zeros(DIM, np.float32)
     base[topic] = 1.0
-    vector = unit(base + rng.normal(size=DIM).astype(np.float32) * 0.03)
+    vector = unit(base + rng.normal(size=DIM).astype(np.float32) * noise)
     return {
         "id": f"m{i:03d}",
         "tier": "episodic" if i % 2 else "semantic",
-        "content": text or f"{TOPICS[topic]} note {i}",
-        "timestamp": f"2024-05-{1 + i % 20:02d}T10:00:00Z",
+        "content": text or f"{TOPICS[topic]}, said {NAMES[i % len(NAMES)]}",
+        "timestamp": f"2024-05-01T{i % 24:02d}:00:00Z",
         "session_id": session,
         "embedding": [round(float(x), 6) for x in vector],
     }
