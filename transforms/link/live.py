@@ -22,6 +22,8 @@ import polars as pl
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import incremental, links
+from crosstier.transforms.link.candidates import candidate_pairs
+from crosstier.transforms.link.features import mentioned_ids
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
@@ -37,6 +39,7 @@ class LinkIndex:
     fingerprints: pl.DataFrame
     scored: pl.DataFrame
     capped: pl.DataFrame
+    features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
 
 
 @dataclass(frozen=True)
@@ -60,19 +63,65 @@ def touching(frame: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
     return frame.filter(pl.col("source_id").is_in(wanted) | pl.col("target_id").is_in(wanted))
 
 
-def focused_links(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
+def _names_any(column: str, ids: list[str]) -> pl.Expr:
+    """Does the list column hold any of ids?"""
+    return pl.col(column).list.eval(pl.element().is_in(pl.Series(ids, dtype=pl.String).implode())).list.any().fill_null(False)
+
+
+def link_features_of(memories: pl.DataFrame) -> pl.DataFrame:
+    """The classifier's per-memory evidence as links.link_memories makes it, without the
+    row numbers (they change as memories come and go)."""
+    return links.link_memories(memories).drop("idx", "idx_in")
+
+
+def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str]) -> pl.DataFrame:
+    """Evidence of every memory: recomputed for changed memories and for those whose
+    `ref_ids` may name an id that came or went; the rest kept. Every column but `ref_ids`
+    depends on the memory alone; `ref_ids` on which ids exist, so it is recomputed against
+    all of them (the same rule as features.link_features)."""
+    if previous is None:
+        return link_features_of(memories)
+    ids = memories.get_column("id")
+    old_ids = previous.get_column("id")
+    added = sorted(set(ids.to_list()) - set(old_ids.to_list()))
+    removed = sorted(set(old_ids.to_list()) - set(ids.to_list()))
+    stale = pl.col("id").is_in(pl.Series(sorted(changed) + added, dtype=pl.String).implode())
+    if added:
+        stale = stale | pl.col("content").str.contains_any(added) | _names_any("refs", added)
+    redo = memories.filter(stale)
+    kept = previous.join(memories.select("id"), on="id", how="semi").join(redo.select("id"), on="id", how="anti")
+    if removed:
+        named_gone = kept.filter(_names_any("ref_ids", removed)).get_column("id")
+        redo = pl.concat([redo, memories.filter(pl.col("id").is_in(named_gone.implode()))])
+        kept = kept.filter(~pl.col("id").is_in(named_gone.implode()))
+    fresh = link_features_of(redo)
+    if fresh.height:
+        every_id = set(ids.to_list())
+        ref_ids = [
+            sorted(({r for r in (refs or ()) if r in every_id} | set(mentioned_ids(content, every_id))) - {memory_id})
+            for memory_id, content, refs in zip(fresh["id"].to_list(), fresh["content"].to_list(), fresh["refs"].to_list())
+        ]
+        fresh = fresh.with_columns(pl.Series("ref_ids", ref_ids, dtype=pl.List(pl.String)))
+    return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
+
+
+def focused_links(features: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
     """Scored links with an end in focus, namespace by namespace (links never cross one),
-    by the batch run's scoring with focus ids."""
+    by the batch run's candidates and scoring (links.scored_links_with_count's steps over
+    evidence kept from the last micro-batch). `features` and `vectors` are row-aligned."""
     frames, pairs = [], 0
-    indexed = memories.with_row_index("_row")
+    unit = links.unit_rows(vectors)
+    indexed = features.with_row_index("_row")
     for (_namespace,), group in indexed.group_by("namespace", maintain_order=True):
-        focus_ids = sorted(focus.intersection(group.get_column("id").to_list()))
-        if not focus_ids:
+        focus_mask = group.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
+        if not focus_mask.any():
             continue
         rows = group.get_column("_row").to_numpy()
-        scored, count = links.scored_links_with_count(group.drop("_row"), vectors[rows], scoring, focus_ids=focus_ids)
-        frames.append(scored)
-        pairs += count
+        frame = group.drop("_row").with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
+        frame = frame.with_columns(idx_in=pl.col("idx"))
+        candidates = candidate_pairs(frame, unit[rows], scoring, focus_mask)
+        frames.append(links.classified_pairs(frame, unit[rows], candidates, scoring))
+        pairs += candidates.height
     return (pl.concat(frames) if frames else links.empty_scored_links()), pairs
 
 
@@ -104,16 +153,17 @@ def relinked(
         fingerprints = incremental.memory_fingerprints(memories, texts)
     changed, deleted = incremental.changed_memory_ids(fingerprints, index.fingerprints)
     touched = changed | deleted
+    features = refreshed_features(index.features, memories, changed)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
     before = touching(index.scored, touched)
     kept = incremental.kept_links(index.scored, touched)
-    fresh, pairs = focused_links(memories, vectors, scoring, changed)
+    fresh, pairs = focused_links(features, vectors, scoring, changed)
     # kept has no end in touched and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
     affected = touched | _ids(before) | _ids(fresh)
     capped = recapped(index.capped, scored, affected, scoring.max_links_per_memory)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, capped), changed, deleted, affected, pairs)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, capped, features), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:
