@@ -27,11 +27,12 @@ from crosstier.core.config import Settings, StoreConfig
 from crosstier.core.writer_lock import writer_lock
 from crosstier.flows.correlate import correlate, run_settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.live_state import Step, WatchState, advanced, seeded
+from crosstier.transforms.live_state import Step, WatchState, advanced, checkpoint_delta, seeded
 from crosstier.transforms.publish import delta as deltas
 from crosstier.transforms.publish import snapshot as publish
 
 STOP = threading.Event()  # set by SIGTERM/SIGINT (the CLI) or a test: the watcher ends after its batch
+CHECKPOINT_EVERY = 16  # deltas: a reader reads at most this many besides the latest checkpoint
 SNAPSHOT_TABLES = ("memories", "relationships", "embeddings", "fingerprints", "scored_links")
 
 
@@ -87,6 +88,7 @@ def vector_source(settings: Settings, cache_dir: Path):
     """Texts -> vectors through the embedding cache and the one loaded model."""
     config = settings.embedding
     encoder = embed.shared_encoder(config.model, device=config.device, backend=config.backend, precision=config.precision, cache_dir=cache_dir)
+    encoder.load()  # now, not in the first micro-batch: the model stays loaded from here on
 
     def vectors_for(texts: pl.DataFrame) -> pl.DataFrame:
         return embed.embed_with_cache(texts, encoder, cache_dir, batch_size=config.batch_size)[0]
@@ -95,10 +97,16 @@ def vector_source(settings: Settings, cache_dir: Path):
 
 
 def published(files: SnapshotFiles, step: Step) -> Path | None:
-    """Publish the step's delta into the snapshot's folder (nothing when nothing changed)."""
+    """Publish the step's delta into the snapshot's folder (nothing when nothing changed);
+    every CHECKPOINT_EVERY-th one is a checkpoint of everything since the snapshot."""
     if step.delta.empty:
         return None
-    return deltas.publish_delta(files.dir, step.delta, deltas.next_seq(files.dir))
+    seq = deltas.next_seq(files.dir)
+    if seq % CHECKPOINT_EVERY:
+        return deltas.publish_delta(files.dir, step.delta, seq)
+    folder = deltas.publish_delta(files.dir, checkpoint_delta(step.state), seq, checkpoint=True)
+    deltas.pruned_deltas(files.dir)
+    return folder
 
 
 def loaded_state(settings: Settings, catalog: Catalog, vectors_for) -> tuple[SnapshotFiles, WatchState, dict[str, Any]]:

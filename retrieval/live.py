@@ -17,18 +17,24 @@ import duckdb
 from crosstier import sql
 
 DELTAS_DIR = "deltas"  # transforms/publish/delta.py writes them; the read side only lists
+CHECKPOINT_MARK = "checkpoint"
 OVERLAID = {"memories": "live_memories", "relationships": "live_relationships"}
 PASSED_THROUGH = ("tier_distribution", "tier_links", "rejects", "runs")
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
 
 
 def delta_names(snapshot_dir: Path) -> tuple[str, ...]:
-    """Names of the published deltas of a snapshot, oldest first (a partial one is hidden)."""
+    """Names of the deltas a reader needs, oldest first: the latest checkpoint (everything
+    since the snapshot) and those after it. A partial delta is not listed."""
+    folder = snapshot_dir / DELTAS_DIR
     try:
-        names = [name for name in os.listdir(snapshot_dir / DELTAS_DIR) if name.isdigit()]
+        names = sorted((name for name in os.listdir(folder) if name.isdigit()), key=int)
     except (FileNotFoundError, NotADirectoryError):
         return ()
-    return tuple(sorted(names, key=int))
+    for at in range(len(names) - 1, -1, -1):
+        if os.path.exists(folder / names[at] / CHECKPOINT_MARK):
+            return tuple(names[at:])
+    return tuple(names)
 
 
 def _quoted(path: Path) -> str:

@@ -46,6 +46,8 @@ class WatchState:
     row_hashes: pl.DataFrame
     batch: int
     base_run: str
+    memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
+    linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
 
 
 @dataclass(frozen=True)
@@ -139,8 +141,20 @@ def stepped(state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fing
     gone = set(state.row_hashes.get_column("id").to_list()) - set(row_hashes.get_column("id").to_list())
     rows = live.published_rows(new_index.capped, manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(published, upserted, gone | deleted, linked, rows)
-    new_state = replace(state, index=new_index, manual=manual, row_hashes=row_hashes)
+    new_state = replace(
+        state, index=new_index, manual=manual, row_hashes=row_hashes,
+        memories_since=state.memories_since | upserted | gone | deleted, linked_since=state.linked_since | linked,
+    )
     return new_state, delta, {"memories": memories.height, "upserted": len(upserted), "deleted": len(gone | deleted), "linked": len(linked), "links": rows.height, "pairs_scored": pairs}
+
+
+def checkpoint_delta(state: WatchState) -> Delta:
+    """Everything changed since the snapshot as one delta: what a reader needs besides it."""
+    memories = published_memories(state.index.memories)
+    present = set(memories.get_column("id").to_list())
+    linked = set(state.linked_since)
+    rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    return delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
 
 
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:

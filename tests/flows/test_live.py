@@ -12,6 +12,7 @@ import pytest
 
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import load_settings
+from crosstier.retrieval.live import delta_names
 from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rows, write_lines
 
 pytest.importorskip("prefect")
@@ -49,7 +50,10 @@ def batch_rows(config: Path, out: Path) -> list[tuple]:
     return view_rows(out)
 
 
-def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a_delete(tmp_path):
+def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a_delete(tmp_path, monkeypatch):
+    import crosstier.flows.watch as watch_flow
+
+    monkeypatch.setattr(watch_flow, "CHECKPOINT_EVERY", 2)  # every other delta a checkpoint: both kinds are read
     store = tmp_path / "notes.jsonl"
     write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(9)], "w")
     config = config_file(tmp_path, store, max_links=2)
@@ -87,6 +91,12 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     assert view_rows(out) == batch_rows(config, tmp_path / "batch3")
     assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch3")
     assert "m004" not in view_memory_ids(out)
+    assert delta_names(live.files.dir) == ("000000002", "000000003")  # a reader starts at the checkpoint
+    write_lines(store, [memory(13)])
+    live.step()  # delta 4, a checkpoint: delta 1 goes, 2 (the checkpoint before) stays for readers
+    assert delta_names(live.files.dir) == ("000000004",)
+    assert sorted(p.name for p in (live.files.dir / "deltas").iterdir()) == ["000000002", "000000003", "000000004"]
+    assert "m013" in view_memory_ids(out) and "m004" not in view_memory_ids(out)
 
 
 def test_a_manual_link_reaches_readers_without_relinking(tmp_path):

@@ -6,7 +6,10 @@ A delta is a folder `<snapshot>/deltas/<seq>/` with three Parquet files:
   unchanged) and `links` (true: every relationship row at this id is the delta's);
 - `relationships`: every published relationship row with an end among its `links` ids.
 It is written into `.<seq>.partial` and renamed into place, so a reader lists all of a
-delta or none. Deltas live inside the snapshot folder they extend: the next batch run's
+delta or none. Every so often the watcher writes a checkpoint instead: a delta holding
+everything changed since the snapshot (marked by a `checkpoint` file inside it), so a
+reader reads the latest checkpoint and the few deltas after it, never a growing list;
+deltas older than the checkpoint before it are deleted. Deltas live inside the snapshot folder they extend: the next batch run's
 snapshot re-reads the stores (folding them in) and readers of it never see the old ones;
 pruning the old snapshot deletes them.
 """
@@ -24,6 +27,7 @@ from crosstier.core.atomic import fsync_dir
 
 DELTAS_DIR = "deltas"
 DELTA_TABLES = ("memories", "changes", "relationships")
+CHECKPOINT_MARK = "checkpoint"
 CHANGES_SCHEMA = pl.Schema({"id": pl.String, "memory": pl.String, "links": pl.Boolean})
 
 
@@ -75,8 +79,9 @@ def delta_frames(memories: pl.DataFrame, upserted: set[str], deleted: set[str], 
     return Delta(memories.filter(pl.col("id").is_in(wanted)), changes, relationships)
 
 
-def publish_delta(snapshot_dir: Path, delta: Delta, seq: int) -> Path:
-    """Write the delta as `<snapshot>/deltas/<seq>/` in one rename; returns the folder."""
+def publish_delta(snapshot_dir: Path, delta: Delta, seq: int, *, checkpoint: bool = False) -> Path:
+    """Write the delta as `<snapshot>/deltas/<seq>/` in one rename; returns the folder.
+    A checkpoint (everything since the snapshot) is marked as one."""
     folder = deltas_dir(snapshot_dir)
     folder.mkdir(exist_ok=True)
     name = f"{seq:09d}"
@@ -89,6 +94,8 @@ def publish_delta(snapshot_dir: Path, delta: Delta, seq: int) -> Path:
         frame.write_parquet(path)
         with open(path, "rb") as handle:
             os.fsync(handle.fileno())
+    if checkpoint:
+        (staging / CHECKPOINT_MARK).write_bytes(b"")
     fsync_dir(staging)
     target = folder / name
     os.rename(staging, target)  # the one step that makes it visible
@@ -102,3 +109,17 @@ def drop_partial_deltas(snapshot_dir: Path) -> int:
     for partial in partials:
         shutil.rmtree(partial, ignore_errors=True)
     return len(partials)
+
+
+def pruned_deltas(snapshot_dir: Path) -> int:
+    """Delete the deltas before the second-latest checkpoint: readers start at the latest,
+    and one that listed the folder just before it was written still finds its files."""
+    dirs = delta_dirs(snapshot_dir)
+    checkpoints = [d for d in dirs if (d / CHECKPOINT_MARK).exists()]
+    if len(checkpoints) < 2:
+        return 0
+    keep_from = int(checkpoints[-2].name)
+    old = [d for d in dirs if int(d.name) < keep_from]
+    for folder in old:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(old)
