@@ -116,3 +116,68 @@ def test_a_manual_link_reaches_readers_without_relinking(tmp_path):
     (batch_out / "manual").mkdir(parents=True)
     (batch_out / "manual" / manual.name).write_bytes(manual.read_bytes())  # the log lives in the warehouse
     assert rows == batch_rows(config, batch_out)
+
+
+def test_with_auto_discover_off_memories_are_recorded_not_linked(tmp_path, monkeypatch):
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i) for i in range(6)], "w")
+    config = config_file(tmp_path, store, max_links=3)
+    correlate(config_path=str(config))
+    monkeypatch.setenv("AUTO_DISCOVER_ENABLED", "false")
+    live = Live(config)
+    out = live.settings.output_dir
+    before = view_rows(out)
+    assert any("m000" in r[:2] for r in before)
+    lines = [json.loads(line) for line in store.read_text().splitlines()]
+    write_lines(store, [r for r in lines if r["id"] != "m000"] + [memory(6), memory(7)], "w")
+    stats = live.step()
+    assert stats["pairs_scored"] == 0
+    assert view_memory_ids(out) == [f"m{i:03d}" for i in range(1, 8)]  # recorded: readers find them
+    assert view_rows(out) == [r for r in before if "m000" not in r[:2]]  # not linked; m000's links gone
+
+
+def _apply(records: list[dict], op: tuple, next_id: int) -> tuple[list[dict], bool]:
+    """One operation on the store's records; returns them and whether it was a pure append."""
+    kind = op[0]
+    if kind == "append":
+        return records + [memory(next_id, topic=op[1], noise=op[2], session="s1" if op[1] == 0 else None)], True
+    if not records:
+        return records, True
+    at = op[1] % len(records)
+    if kind == "edit":
+        edited = memory(int(records[at]["id"][1:]), topic=op[2], text=f"{records[at]['content']} (edited)")
+        return records[:at] + [edited] + records[at + 1:], False
+    return records[:at] + records[at + 1:], False
+
+
+def test_property_any_sequence_of_appends_edits_and_deletes_equals_a_batch_run(tmp_path_factory):
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    op = st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 2), st.sampled_from([0.0, 0.03, 0.2])),
+        st.tuples(st.just("edit"), st.integers(0, 50), st.integers(0, 2)),
+        st.tuples(st.just("delete"), st.integers(0, 50)),
+    )
+
+    @hypothesis.settings(max_examples=3, derandomize=True, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(op, min_size=2, max_size=4))
+    def check(ops):
+        folder = tmp_path_factory.mktemp("prop")
+        store = folder / "notes.jsonl"
+        records = [memory(i) for i in range(6)]
+        write_lines(store, records, "w")
+        config = config_file(folder, store, max_links=2)
+        correlate(config_path=str(config))
+        live = Live(config)
+        for n, operation in enumerate(ops):
+            records, appended = _apply(records, operation, 100 + n)
+            if appended:
+                write_lines(store, records[-1:] if operation[0] == "append" else [])
+            else:
+                write_lines(folder / "next.jsonl", records, "w")
+                os.replace(folder / "next.jsonl", store)
+            live.step()
+        assert view_rows(live.settings.output_dir) == batch_rows(config, folder / "batch")
+        assert view_memory_ids(live.settings.output_dir) == sorted(r["id"] for r in records)
+
+    check()

@@ -29,13 +29,20 @@ from crosstier.transforms.stores.extract import (
 )
 
 
+_GUARD = 256  # bytes at the start and before the offset that must be unchanged for an append
+
+
 @dataclass(frozen=True)
 class FileTail:
-    """How far one JSONL file has been read: its inode, byte offset and line count there."""
+    """How far one JSONL file has been read: its inode, byte offset and line count there,
+    and the bytes at its start and just before the offset (a file rewritten in place, even
+    to a longer one, changes them: it is then read again whole, not taken for an append)."""
 
     inode: int
     offset: int
     lines: int
+    head: bytes = b""
+    before: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -62,16 +69,28 @@ def appended_records(path: Path, tail: FileTail | None) -> tuple[list[RawRecord]
         if tail is not None and (stat.st_ino != tail.inode or stat.st_size < tail.offset):
             return None
         start, number = (tail.offset, tail.lines) if tail is not None else (0, 0)
+        if tail is not None and start:
+            handle.seek(0)
+            head = handle.read(min(_GUARD, start))
+            handle.seek(max(0, start - _GUARD))
+            before = handle.read(start - max(0, start - _GUARD))
+            if head != tail.head or before != tail.before:
+                return None
         handle.seek(start)
         data = handle.read()
-    end = data.rfind(b"\n") + 1
+        end = data.rfind(b"\n") + 1
+        offset = start + end
+        handle.seek(0)
+        new_head = handle.read(min(_GUARD, offset))
+        handle.seek(max(0, offset - _GUARD))
+        new_before = handle.read(offset - max(0, offset - _GUARD))
     records = []
     for line in data[:end].split(b"\n")[:-1]:
         number += 1
         record = jsonl_line_record(line + b"\n", f"{path.name}:{number}")
         if record is not None:
             records.append(record)
-    return records, FileTail(stat.st_ino, start + end, number)
+    return records, FileTail(stat.st_ino, offset, number, new_head, new_before)
 
 
 def prepared_extract(extract: StoreExtract, dim: int | None, batch: int) -> StoreExtract:
