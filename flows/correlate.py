@@ -22,7 +22,7 @@ from crosstier.core.catalog import Catalog
 from crosstier.core.config import EmbeddingConfig, ScoringConfig, Settings, StoreConfig, load_settings
 from crosstier.flows.run_record import RunRecord
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import embedding_texts
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
 from crosstier.transforms.link import incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
@@ -100,12 +100,15 @@ def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame]
 
 
 @task(name="dashboard", cache_policy=NO_CACHE)
-def dashboard_task(out: Path) -> str | None:
+def dashboard_task(out: Path) -> tuple[str | None, str | None]:
+    """(the dashboard's path, None), or (None, why it was not built) for the run report."""
     try:
         from crosstier.dashboards.build import build_dashboard
-    except ModuleNotFoundError:
-        return None
-    return str(build_dashboard(out))
+    except ModuleNotFoundError as exc:
+        why = f"no dashboard: the dashboard dependency {exc.name!r} is not installed (pip install {exc.name})"
+        get_run_logger().warning(why)
+        return None, why
+    return str(build_dashboard(out)), None
 
 
 # ---------------------------------------------------------------- helpers
@@ -123,11 +126,14 @@ def extracted_stores(settings: Settings) -> Extracted:
 
 
 def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[pl.DataFrame, np.ndarray, dict]:
-    """The text each memory is embedded as, and row-aligned vectors: provided ones where a
-    store gave them, the rest from the cache or the model, mapped over shards of texts."""
+    """What each memory's vector depends on (its text with session context, for fingerprints),
+    and row-aligned vectors: each content encoded once (provided ones where a store gave them,
+    the rest from the cache or the model, mapped over shards), then a session turn's context
+    mixed in from its neighbours' vectors."""
     texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
+    contents = memories.select("id", pl.col("content").alias("text")).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
     provided = embed.provided_embeddings(memories, embed.model_dim(config.model))
-    need = texts.join(provided.select("id"), on="id", how="anti")
+    need = contents.join(provided.select("id"), on="id", how="anti")
     unique = need.unique("text_hash", keep="first").sort("text_hash")
     shards = [unique.slice(i, shard_size) for i in range(0, unique.height, shard_size)] or [unique]
     futures = [embed_shard_task.submit(shard.select("text_hash", "text"), config, cache_dir, i) for i, shard in enumerate(shards)]
@@ -141,7 +147,7 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     if ordered.len() == 0:
         return texts, np.zeros((0, embed.model_dim(config.model)), dtype=np.float32), stats
     width = ordered.list.len().max()
-    return texts, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False), stats
+    return texts, context_vectors(memories, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False)), stats
 
 
 def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None) -> tuple[pl.DataFrame, int]:
@@ -177,13 +183,13 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:
         scored, pairs = scored_by_namespace(memories, vectors, scoring, None)
-        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, memories.height, 0)
+        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
     fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh]).sort("source_id", "target_id", "relationship_type")
-    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory), fingerprints, pairs, len(focus), len(deleted))
+    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, len(focus), len(deleted))
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

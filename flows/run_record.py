@@ -22,6 +22,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
 from crosstier.core.writer_lock import writer_lock
+from crosstier.transforms.embed.text import CONTEXT_WEIGHT
+from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
 from crosstier.transforms.publish import snapshot as publish
 from crosstier.transforms.schema import TIERS
@@ -31,10 +33,17 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 
 
+def calibration_label(settings: Settings) -> str:
+    """Which calibration scores the links: its file (or 'bundled') and a hash of its maps."""
+    calibration = load_calibration(settings.scoring.calibration)
+    return f"{calibration.source} ({calibration.fingerprint})"
+
+
 def settings_fingerprint(settings: Settings) -> str:
-    """What every link depends on besides the memories: scoring and the embedding model.
-    A change to either makes the next run full."""
-    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision}
+    """What every link depends on besides the memories: scoring, its calibration's maps, how
+    turns take context, and the embedding model. A change to any makes the next run full."""
+    relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision,
+                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT)}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -119,6 +128,7 @@ class RunRecord:
             changed=linked.changed,
             deleted=linked.deleted,
             embedding_model=self.settings.embedding.model,
+            calibration=calibration_label(self.settings),
             memories_by_tier={t: int(memories.filter(pl.col("tier") == t).height) for t in TIERS},
             links_by_type=dict(Counter(relationships.get_column("relationship_type").to_list())),
         )
@@ -129,8 +139,12 @@ class RunRecord:
         self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds))
         return run_report.runs_table([*publish.run_log(self.catalog), self.summary])
 
-    def finished(self, database: Path, dashboard: str | None, relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
-        """The summary, once the snapshot is out: report file and Prefect artifacts written."""
+    def finished(self, database: Path, dashboard_built: tuple[str | None, str | None], relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
+        """The summary, once the snapshot is out: report file and Prefect artifacts written.
+        `dashboard_built` is (path, None) or (None, why not): the why is a warning of the run."""
+        dashboard, missing = dashboard_built
+        if missing:
+            self.summary.setdefault("warnings", []).append(missing)
         self.summary["stage_seconds"] = dict(self.stage_seconds)
         self.summary["outputs"] = {"database": str(database), "parquet": str(self.catalog.parquet_dir), "dashboard": dashboard}
         report = run_report.run_report_markdown(self.summary, relationships, memories, tier_distribution, dashboard_path=dashboard)

@@ -13,7 +13,31 @@ from crosstier.retrieval.snapshot import Snapshot, memories_by_id, open_snapshot
 from crosstier.core.vocabulary import RELATIONSHIP_TYPES
 
 REDACTED = "[hidden memory]"
+SNIPPET_CHARS = 80  # the text shown next to an id
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.:/#@-]*[\w]|[A-Za-z0-9]")
+
+
+def snippet(text: str | None, width: int = SNIPPET_CHARS) -> str:
+    """The start of a memory's text on one line, cut at a word with an ellipsis past `width` characters."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip(" ,;:") + "…"
+
+
+def copy_span(metadata: str | None) -> dict[str, Any] | None:
+    """A carried-forward link's group figures (copies, days, first, last), or None."""
+    if not metadata or '"copy_group"' not in metadata:
+        return None
+    import json
+
+    try:
+        span = json.loads(metadata)
+    except ValueError:
+        return None
+    return {k: span.get(k) for k in ("copies", "days", "first", "last")}
 
 
 def check_score(name: str, value: float | None) -> float | None:
@@ -123,10 +147,11 @@ def redact_reasons(rows: list[dict[str, Any]], hidden: set[str]) -> None:
             r["reason"] = _TOKEN.sub(lambda m: REDACTED if m.group(0) in hidden else m.group(0), r["reason"])
 
 
-def correlation_entry(row: dict[str, Any]) -> dict[str, Any]:
-    """A link row as find_correlations returns it."""
-    return {
+def correlation_entry(row: dict[str, Any], others: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A link row as find_correlations returns it, with the start of the other memory's text."""
+    entry = {
         "target_id": row["other_id"],
+        "target_snippet": snippet(others[row["other_id"]]["content"]) if row["other_id"] in others else "",
         "target_tier": row["other_tier"],
         "relationship_type": row["relationship_type"],
         "direction": row["direction"],
@@ -134,6 +159,10 @@ def correlation_entry(row: dict[str, Any]) -> dict[str, Any]:
         "reason": row["reason"],
         "origin": row["origin"],
     }
+    span = copy_span(row.get("metadata"))
+    if span is not None:
+        entry["copies"] = span
+    return entry
 
 
 def find_correlations(
@@ -154,11 +183,12 @@ def find_correlations(
     types = check_types(relationship_types)
     snapshot = open_snapshot(out, settings)
     seed = require_memories(snapshot, [memory_id], principal=principal, namespace=namespace)
-    rows, _ = visible_links(snapshot, seed, principal=principal, min_score=min_score, types=types)
+    rows, others = visible_links(snapshot, seed, principal=principal, min_score=min_score, types=types)
     return {
         "memory_id": memory_id,
+        "memory_snippet": snippet(seed[memory_id]["content"]),
         "memory_tier": seed[memory_id]["tier"],
-        "correlations": [correlation_entry(r) for r in rows[:max_results]],
+        "correlations": [correlation_entry(r, others) for r in rows[:max_results]],
         "total_found": len(rows),
     }
 
@@ -177,7 +207,7 @@ def build_correlation_graph(
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """The graph around the memories by breadth-first expansion to max_depth:
-    {nodes: [{id, tier, namespace, depth, parent, relationship_type, direction, score}],
+    {nodes: [{id, snippet, tier, namespace, depth, parent, relationship_type, direction, score}],
      edges: [{source_id, target_id, relationship_type, score, reason, origin}], truncated}.
 
     One query per level (sql/memory_links over the whole frontier); a memory is expanded
@@ -201,7 +231,7 @@ def build_correlation_graph(
     nodes: dict[str, dict[str, Any]] = {}
     for i in dict.fromkeys(ids):
         m = seeds[i]
-        nodes[i] = {"id": i, "tier": m["tier"], "namespace": m["namespace"], "depth": 0,
+        nodes[i] = {"id": i, "snippet": snippet(m["content"]), "tier": m["tier"], "namespace": m["namespace"], "depth": 0,
                     "parent": None, "relationship_type": None, "direction": None, "score": None}
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
     frontier = list(nodes)
@@ -224,7 +254,8 @@ def build_correlation_graph(
                 if len(nodes) >= max_nodes:
                     truncated = True
                     continue
-                nodes[other] = {"id": other, "tier": r["other_tier"], "namespace": r["namespace"], "depth": depth,
+                nodes[other] = {"id": other, "snippet": snippet(known[other]["content"]) if other in known else "",
+                                "tier": r["other_tier"], "namespace": r["namespace"], "depth": depth,
                                 "parent": r["memory_id"], "relationship_type": r["relationship_type"],
                                 "direction": r["direction"], "score": r["score"]}
                 next_frontier.append(other)
@@ -232,5 +263,8 @@ def build_correlation_graph(
             if key not in edges:
                 edges[key] = {"source_id": r["source_id"], "target_id": r["target_id"], "relationship_type": r["stored_type"],
                               "score": r["score"], "reason": r["reason"], "origin": r["origin"]}
+                span = copy_span(r.get("metadata"))
+                if span is not None:
+                    edges[key]["copies"] = span
         frontier = next_frontier
     return {"nodes": list(nodes.values()), "edges": list(edges.values()), "truncated": truncated}

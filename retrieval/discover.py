@@ -9,28 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from crosstier.core.config import TIERS, Settings
-from crosstier.retrieval.correlations import check_tiers
+from crosstier.retrieval.correlations import check_tiers, snippet
 from crosstier.retrieval.errors import DiscoveryDisabledError, InvalidArgumentError
 from crosstier.retrieval.snapshot import _LOCK, default_settings, embedding_model, open_snapshot, visible
 from crosstier.retrieval.vectors import embed_texts, export_dir, snapshot_vectors
 
 NEW_MEMORY_ID = "new-memory"
 _INVERSE = {"generalizes": "specializes", "specializes": "generalizes"}
-
-
-def _embedding_text(frame, new_id: str) -> list[str]:
-    """The text the batch pipeline would embed for the new memory (crosstier.transforms.embed.text:
-    an episode with a session is embedded with its session neighbours), as a one-item list."""
-    import polars as pl
-
-    new = frame.filter(pl.col("id") == new_id)
-    try:
-        from crosstier.transforms.embed.text import embedding_texts
-    except ModuleNotFoundError:  # an older pipeline embedded the content alone
-        return new.get_column("content").to_list()
-    session, namespace = new.get_column("session_id")[0], new.get_column("namespace")[0]
-    scope = new if session is None else frame.filter((pl.col("namespace") == namespace) & (pl.col("session_id") == session))
-    return embedding_texts(scope).filter(pl.col("id") == new_id).get_column("text").to_list()
 
 
 def discover_links(
@@ -49,7 +34,7 @@ def discover_links(
     settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Links of the new memory, strongest first, from its point of view: [{target_id,
-    target_tier, relationship_type, direction, score, semantic, co_occurrence, temporal,
+    target_snippet, target_tier, relationship_type, direction, score, semantic, co_occurrence, temporal,
     cross_reference, reason}]. Only memories of its namespace (default "default") that the
     principal may read take part; targets are limited to the search_space tiers; at most
     max_links_per_memory discovered links, as a run would keep. A memory_id already in the
@@ -57,6 +42,7 @@ def discover_links(
     import numpy as np
     import polars as pl
 
+    from crosstier.transforms.embed.text import context_vectors
     from crosstier.transforms.link.links import scored_links
     from crosstier.transforms.schema import MEMORY_SCHEMA
     from crosstier.transforms.link.terms import with_terms
@@ -95,13 +81,17 @@ def discover_links(
     frame = pl.concat([corpus.select(new.columns).cast(new.schema), new], how="vertical")
 
     model = embedding_model(snapshot, settings)
-    query = embed_texts(model, settings, _embedding_text(frame, new_id), export_dir(snapshot))
+    query = embed_texts(model, settings, [content.strip()], export_dir(snapshot))
     rows = [vectors.row[i] for i in corpus.get_column("id").to_list()]
     matrix = np.vstack([vectors.matrix[rows], query]) if rows else query
     if matrix.shape[1] != query.shape[1]:
         raise InvalidArgumentError(f"model {model!r} gives {query.shape[1]}-dim vectors, the snapshot has {matrix.shape[1]}")
+    # a session turn's vector takes in its neighbours' as the batch run does (crosstier.transforms.embed.text);
+    # the neighbours' snapshot vectors already hold their own context, so this is the batch vector approximately
+    matrix[-1] = context_vectors(frame, matrix)[-1]
 
     links = scored_links(frame, matrix, settings.scoring, focus_ids={new_id})
+    texts = dict(zip(frame.get_column("id").to_list(), frame.get_column("content").to_list()))
     found = []
     for link in links.iter_rows(named=True):
         outgoing = link["source_id"] == new_id
@@ -112,6 +102,7 @@ def discover_links(
         found.append({
             "memory_id": new_id,
             "target_id": other,
+            "target_snippet": snippet(texts.get(other)),
             "target_tier": other_tier,
             "relationship_type": kind if outgoing else _INVERSE.get(kind, kind),
             "direction": "both" if kind == "contradicts" else ("out" if outgoing else "in"),

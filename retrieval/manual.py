@@ -12,6 +12,7 @@ from typing import Any
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
 from crosstier.core.manual_log import append_record
+from crosstier.core.vocabulary import NOT_RELATED
 from crosstier.retrieval.correlations import RELATIONSHIP_TYPES, require_memories
 from crosstier.retrieval.errors import InvalidArgumentError
 from crosstier.retrieval.snapshot import open_snapshot
@@ -35,8 +36,11 @@ def add_relationship(
     given), both in one namespace, a known type, no self link, score in [0, 1] or None (a
     person's link then counts as full strength), metadata a JSON-serialisable object. A
     `contradicts` link is stored with its two ends in id order, as the pipeline stores it."""
-    if relationship_type not in RELATIONSHIP_TYPES:
-        raise InvalidArgumentError(f"unknown relationship type {relationship_type!r} (known: {', '.join(RELATIONSHIP_TYPES)})")
+    if relationship_type not in RELATIONSHIP_TYPES and relationship_type != NOT_RELATED:
+        raise InvalidArgumentError(
+            f"unknown relationship type {relationship_type!r} (known: {', '.join(RELATIONSHIP_TYPES)}; "
+            f"or {NOT_RELATED} to record that the two are not related)"
+        )
     if not isinstance(source_id, str) or not isinstance(target_id, str) or not source_id or not target_id:
         raise InvalidArgumentError("source_id and target_id must be non-empty strings")
     if source_id == target_id:
@@ -60,7 +64,7 @@ def add_relationship(
             f"{source_id!r} is in namespace {ends[source_id]['namespace']!r} and {target_id!r} in "
             f"{ends[target_id]['namespace']!r}: links never cross namespaces"
         )
-    if relationship_type == "contradicts":
+    if relationship_type in ("contradicts", NOT_RELATED):
         source_id, target_id = sorted((source_id, target_id))
     record = {
         "source_id": source_id,

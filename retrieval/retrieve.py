@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from crosstier.core.config import Settings
-from crosstier.retrieval.correlations import check_count, check_tiers, visible_links
+from crosstier.retrieval.correlations import check_count, check_tiers, snippet, visible_links
 from crosstier.retrieval.errors import InvalidArgumentError
 from crosstier.retrieval.snapshot import default_settings, embedding_model, memories_by_id, open_snapshot
 from crosstier.retrieval.vectors import embed_texts, export_dir, snapshot_vectors
@@ -93,7 +93,7 @@ def retrieve_with_expansion(
 
     expanded: list[dict[str, Any]] = []
     if expand and hit_ids:
-        links, _ = visible_links(snapshot, rows, principal=principal, known=rows)
+        links, others = visible_links(snapshot, rows, principal=principal, known=rows)
         seen = set(hit_ids)
         for i in hit_ids:
             taken = 0
@@ -107,6 +107,7 @@ def retrieve_with_expansion(
                 expanded.append({
                     "from_id": i,
                     "target_id": link["other_id"],
+                    "target_snippet": snippet(others[link["other_id"]]["content"]) if link["other_id"] in others else "",
                     "target_tier": link["other_tier"],
                     "relationship_type": link["relationship_type"],
                     "direction": link["direction"],

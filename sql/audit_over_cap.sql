@@ -1,10 +1,12 @@
--- purpose: audit: memories with more than $max_links capped links (discovered, not explicit) (expect none)
+-- purpose: audit: memories with more than $max_links capped links (discovered, not explicit, not a
+--          "carried forward" link between copies, which is outside the cap) (expect none)
 -- grain: one row per offending memory
 with
 
 capped as (
     select source_id, target_id from relationships
     where origin <> 'manual' and coalesce(cross_reference, 0.0) = 0
+        and not contains(coalesce(metadata, ''), '"copy_group"')
 ),
 
 ends as (

@@ -30,15 +30,27 @@ kept as (
         a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negation_scope as a_scope,
         a.polarity as a_polarity,
         a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
-        a.causal_cue as a_cue, a.cause_terms as a_cause,
+        a.causal_cue as a_cue, a.cause_terms as a_cause, a.exclusive as a_exclusive,
+        a.copy_text as a_copy, a.value_labels as a_labels,
         b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
         b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated, b.negation_scope as b_scope,
         b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
-        b.causal_cue as b_cue, b.cause_terms as b_cause
+        b.causal_cue as b_cue, b.cause_terms as b_cause, b.exclusive as b_exclusive,
+        b.copy_text as b_copy, b.value_labels as b_labels,
+        least(a.latin_share, b.latin_share) as script_share
     from above_threshold as s
     join memories as a on a.idx = s.a_idx
     join memories as b on b.idx = s.b_idx
+),
+
+vouched as (
+    -- a cosine the model cannot vouch for (a text mostly outside its language) makes no link on its
+    -- own: such a pair needs an explicit reference or shared terms as well
+    select * from kept
+    where script_share >= $min_model_script_share
+        or cross_reference > 0
+        or co_occurrence >= $unvouched_min_co_occurrence
 ),
 
 evidence as (
@@ -78,6 +90,18 @@ evidence as (
             ), k)
         ) as conflict_subjects,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
+        -- a different agent or object in the same event ("a man" / "a woman", "a dog" / "a cat"):
+        -- a group both name whose members do not meet (a side naming both meets either)
+        list_filter(
+            list_intersect(
+                list_transform(a_exclusive, lambda v: split_part(v, '=', 1)),
+                list_transform(b_exclusive, lambda w: split_part(w, '=', 1))
+            ),
+            lambda g: not list_has_any(
+                list_filter(a_exclusive, lambda v: split_part(v, '=', 1) = g),
+                list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = g)
+            )
+        ) as exclusive_groups,
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
         -- word of it, outside any negation; two sides whose negations share a word negate the same thing
         not list_has_any(a_scope, b_scope) as negations_apart,
@@ -86,30 +110,54 @@ evidence as (
         negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0
             as b_negates_a,
         case
+            -- an episode that cites the fact gives evidence for it (supports); without two dates every
+            -- other episode may be the origin; the strongest one per fact stays
+            -- derives_from (links.with_undated_origins), the others become supports
             when a_tier = 'semantic' and b_tier = 'episodic' then
-                a_refers_b or coalesce(b_ts <= a_ts, false)
+                a_refers_b or (not b_refers_a and coalesce(b_ts <= a_ts, true))
             when a_tier = 'episodic' and b_tier = 'semantic' then
-                b_refers_a or coalesce(a_ts <= b_ts, false)
+                b_refers_a or (not a_refers_b and coalesce(a_ts <= b_ts, true))
         end as episode_is_origin
-    from kept
+    from vouched
+),
+
+not_contradictions as (
+    -- conflicts that are not contradictions (DESIGN.md, contradicts): copies (the same normalised
+    -- text, transforms/link/copies.py) never contradict, and a conflict between two episodes at
+    -- different times is a change of state (temporal_sequence, the reason says what changed)
+    select
+        *,
+        coalesce(a_copy = b_copy, false) as same_text,
+        a_tier = 'episodic' and b_tier = 'episodic' and coalesce(a_ts <> b_ts, false) as dated_apart
+    from evidence
 ),
 
 rules as (
     select
         *,
         len(conflict_subjects) > 0 as value_conflict,
+        len(exclusive_groups) > 0 as exclusive_conflict,
         list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
         list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
         semantic >= $contradiction_min_semantic
             and subject_overlap >= $contradiction_min_overlap
-            and (value_conflict or antonym_conflict or a_negates_b or b_negates_a) as is_contradiction,
+            and (value_conflict or antonym_conflict or len(exclusive_groups) > 0 or a_negates_b or b_negates_a)
+            and not same_text as is_conflict,
         coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
         coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,
         a_tier = 'episodic' and b_tier = 'episodic' and (
             same_session
             or coalesce(abs(epoch(a_ts) - epoch(b_ts)) <= 3600.0 * $sequence_max_hours, false)
         ) as is_sequence
-    from evidence
+    from not_contradictions
+),
+
+conflicts as (
+    select
+        *,
+        is_conflict and not dated_apart as is_contradiction,
+        is_conflict and dated_apart as is_state_change
+    from rules
 ),
 
 typed as (
@@ -118,6 +166,7 @@ typed as (
         *,
         case
             when is_contradiction then 'contradicts'
+            when is_state_change then 'temporal_sequence'
             when a_causes_b or b_causes_a then 'causal'
             when is_sequence then 'temporal_sequence'
             when episode_is_origin then 'derives_from'
@@ -125,7 +174,7 @@ typed as (
             when (a_tier = 'procedural') <> (b_tier = 'procedural') then 'generalizes'
             else 'references'
         end as relationship_type
-    from rules
+    from conflicts
 ),
 
 directed as (
@@ -140,9 +189,17 @@ directed as (
             when 'generalizes' then a_tier = 'procedural'
             else a_refers_b or not b_refers_a
         end as a_is_source,
-        -- the most specific shared name: the longest, then the first alphabetically
-        list_sort(list_transform(shared_names, lambda t: lpad((999 - length(t))::varchar, 3, '0') || t))[1][4:]
-            as best_term
+        -- the most specific shared name: the longest, then the first alphabetically; a name is
+        -- evidence only with a letter and three characters ("00", "40.43" from times and figures are not)
+        list_sort(list_transform(
+            list_filter(shared_names, lambda t: length(t) >= 3 and regexp_matches(t, '[^\W\d_]')),
+            lambda t: lpad((999 - length(t))::varchar, 3, '0') || t
+        ))[1][4:] as best_term,
+        -- otherwise the longest shared terms with a letter (up to three), longest first
+        list_transform(list_sort(list_transform(
+            list_filter(list_intersect(a_terms, b_terms), lambda t: length(t) >= 4 and regexp_matches(t, '[^\W\d_]')),
+            lambda t: lpad((999 - length(t))::varchar, 3, '0') || t
+        ))[1:3], lambda t: t[4:]) as shared_words
     from typed
 ),
 
@@ -158,12 +215,41 @@ reasoned as (
                         || array_to_string(list_sort(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2)))), ', ')
                     when antonym_conflict then
                         'opposite ' || regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '')
+                    when exclusive_conflict then
+                        array_to_string(list_sort(list_transform(
+                            list_filter(a_exclusive, lambda v: split_part(v, '=', 1) = exclusive_groups[1]),
+                            lambda v: split_part(v, '=', 2))), ', ')
+                        || ' vs '
+                        || array_to_string(list_sort(list_transform(
+                            list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = exclusive_groups[1]),
+                            lambda w: split_part(w, '=', 2))), ', ')
                     else 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'
                 end
             when relationship_type = 'causal' then
                 'Causal cue: ' || case when a_causes_b then b_cue else a_cue end
+            when is_state_change then
+                -- what changed, earlier -> later ("Changed: Kanban ideas 1 -> 16")
+                'Changed: ' || case
+                    when value_conflict then
+                        coalesce(split_part(list_filter(
+                            list_concat(a_labels, b_labels), lambda l: split_part(l, '=', 1) = conflict_subjects[1]
+                        )[1], '=', 2) || ' ', '')
+                        || array_to_string(list_sort(list_distinct(list_transform(
+                            case when a_first then a_own_values else b_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
+                        || ' -> '
+                        || array_to_string(list_sort(list_distinct(list_transform(
+                            case when a_first then b_own_values else a_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
+                    when antonym_conflict then
+                        regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '') || ' turned the other way'
+                    else 'now negated (' || case when a_negates_b then a_negation else b_negation end || ')'
+                end
             when relationship_type = 'temporal_sequence' then
-                case when same_session then 'Sequential session' else 'Close in time' end
+                case when same_session then 'Sequential session' else 'Close in time' || case
+                    when a_ts is not null and b_ts is not null and a_ts::date = b_ts::date then ', same day'
+                    when a_ts is not null and b_ts is not null then ', ' || abs(date_diff('day', a_ts, b_ts))::varchar || ' days apart'
+                    else ''
+                end
+                || case when best_term is not null then ' (' || best_term || ')' else '' end end
             when cross_reference > 0 then 'Explicit reference'
             when best_term is not null then
                 'Entity match: ' || coalesce(
@@ -174,6 +260,7 @@ reasoned as (
                     best_term
                 )
             when $w_temporal * coalesce(temporal, 0.0) > $w_semantic * semantic then 'Close in time'
+            when len(shared_words) > 0 then 'Shared terms: ' || array_to_string(shared_words, ', ')
             else 'Content similarity'
         end as reason
     from directed
@@ -191,6 +278,7 @@ final as (
         co_occurrence,
         temporal,
         cross_reference,
+        cosine,
         reason,
         'discovered' as origin,
         namespace,

@@ -19,7 +19,8 @@ outgoing as (
         r.namespace,
         r.source_id,
         r.target_id,
-        r.relationship_type as stored_type
+        r.relationship_type as stored_type,
+        r.metadata
     from relationships as r
     where r.source_id in (select unnest($ids::varchar[]))
 ),
@@ -41,7 +42,8 @@ incoming as (
         r.namespace,
         r.source_id,
         r.target_id,
-        r.relationship_type as stored_type
+        r.relationship_type as stored_type,
+        r.metadata
     from relationships as r
     where r.target_id in (select unnest($ids::varchar[]))
 ),

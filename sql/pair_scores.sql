@@ -1,16 +1,19 @@
 -- purpose: the four score components of each candidate pair and the weighted score (DESIGN.md, Scoring)
 -- grain: one row per candidate pair (a_idx < b_idx, so a_id < b_id), both ends in one namespace
--- inputs: pairs(a_idx, b_idx, cosine: exact, from numpy), link_memories(idx, id, namespace, timestamp, terms, ref_ids)
--- A component that does not apply (temporal without two timestamps) is null and drops
--- out: the remaining weights are rescaled to sum to 1.
+-- inputs: pairs(a_idx, b_idx, cosine: exact, semantic: the calibrated map of the cosine, both from numpy),
+--         link_memories(idx, id, namespace, timestamp, terms, term_weights, ref_ids, cites)
+-- Each component is evidence on a 0-1 scale. co_occurrence is the rarity-weighted Jaccard of
+-- the two term sets, full at $co_full. A component that cannot speak is null and drops out,
+-- the remaining weights rescaled to sum to 1: temporal without two timestamps, cross_reference
+-- when neither memory cites anything.
 with
 
 pairs as (
-    select a_idx, b_idx, cosine from pairs
+    select a_idx, b_idx, cosine, semantic from pairs
 ),
 
 memories as not materialized (
-    select idx, id, namespace, timestamp, terms, ref_ids from link_memories
+    select idx, id, namespace, timestamp, terms, term_weights, ref_ids, cites from link_memories
 ),
 
 joined as (
@@ -18,14 +21,19 @@ joined as (
         p.a_idx,
         p.b_idx,
         p.cosine,
+        p.semantic,
         a.id as a_id,
         b.id as b_id,
         a.namespace,
         a.timestamp as a_ts,
         b.timestamp as b_ts,
-        a.terms as a_terms,
-        b.terms as b_terms,
-        len(list_intersect(a.terms, b.terms)) as n_shared,
+        -- rarity weight of the shared terms, and of each side's terms
+        coalesce(list_sum(list_transform(
+            list_zip(a.terms, a.term_weights), lambda x: case when list_contains(b.terms, x[1]) then x[2] else 0.0 end
+        )), 0.0) as shared_weight,
+        coalesce(list_sum(a.term_weights), 0.0) as a_weight,
+        coalesce(list_sum(b.term_weights), 0.0) as b_weight,
+        a.cites or b.cites as cites,
         list_contains(a.ref_ids, b.id) as a_refers_b,
         list_contains(b.ref_ids, a.id) as b_refers_a
     from pairs as p
@@ -45,16 +53,19 @@ components as (
         namespace,
         a_refers_b,
         b_refers_a,
-        greatest(0.0, cosine) as semantic,
+        cosine,
+        semantic,
         case
-            when len(a_terms) + len(b_terms) = 0 then 0.0
-            else n_shared / (len(a_terms) + len(b_terms) - n_shared)
+            when a_weight + b_weight - shared_weight <= 0 then 0.0
+            else least(1.0, shared_weight / (a_weight + b_weight - shared_weight) / $co_full)
         end as co_occurrence,
         case
             when a_ts is not null and b_ts is not null
                 then exp(-abs(epoch(a_ts) - epoch(b_ts)) / (86400.0 * $tau_days))
         end as temporal,
-        least(1.0, (a_refers_b::integer + b_refers_a::integer) / $max_references::double) as cross_reference
+        case
+            when cites then least(1.0, (a_refers_b::integer + b_refers_a::integer) / $max_references::double)
+        end as cross_reference
     from joined
 ),
 
@@ -66,10 +77,11 @@ final as (
                 $w_semantic * semantic
                 + $w_co_occurrence * co_occurrence
                 + coalesce($w_temporal * temporal, 0.0)
-                + $w_cross_reference * cross_reference
+                + coalesce($w_cross_reference * cross_reference, 0.0)
             ) / nullif(
-                $w_semantic + $w_co_occurrence + $w_cross_reference
-                + case when temporal is not null then $w_temporal else 0.0 end,
+                $w_semantic + $w_co_occurrence
+                + case when temporal is not null then $w_temporal else 0.0 end
+                + case when cross_reference is not null then $w_cross_reference else 0.0 end,
                 0.0
             ),
             0.0

@@ -17,6 +17,7 @@ _PREFECT_HOME = tempfile.mkdtemp(prefix="ctc-prefect-home-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # as `ctc run` sets it
 os.environ.pop("PREFECT_API_URL", None)
 for name in ("MIN_CORRELATION_SCORE", "MAX_LINKS_PER_MEMORY", "EMBEDDING_MODEL", "CORRELATOR_ENABLED", "CORRELATOR_OUTPUT_DIR", "CORRELATOR_CONFIG", "EMBED_CACHE_DIR"):
     os.environ.pop(name, None)

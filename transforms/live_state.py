@@ -21,8 +21,8 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import embedding_texts
-from crosstier.transforms.link import incremental, links, live
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
+from crosstier.transforms.link import incremental, live
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -46,6 +46,7 @@ class WatchState:
     row_hashes: pl.DataFrame
     batch: int
     base_run: str
+    content_vectors: np.ndarray | None = None  # each memory's own vector, before session context
     memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
     linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
 
@@ -91,9 +92,10 @@ def refreshed_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame, previous
     return pl.concat([kept, fresh]).sort("id")
 
 
-def gathered_vectors(memories: pl.DataFrame, texts: pl.DataFrame, reusable: pl.DataFrame, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
-    """Row-aligned vectors: `matrix[row]` for the ids in `reusable` (id, row), the rest
-    provided by their store or embedded (cache, then model) as the batch run does."""
+def content_vectors_of(memories: pl.DataFrame, reusable: pl.DataFrame, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
+    """Row-aligned vectors of each memory's own content, as the batch run makes them:
+    `matrix[row]` for the ids in `reusable` (id, row), the rest provided by their store or
+    embedded by content (the cache, then the model)."""
     indexed = memories.select("id").with_row_index("_at").join(reusable, on="id", how="left", maintain_order="left")
     out = np.zeros((memories.height, dim), dtype=np.float32)
     have = indexed.filter(pl.col("row").is_not_null())
@@ -102,11 +104,12 @@ def gathered_vectors(memories: pl.DataFrame, texts: pl.DataFrame, reusable: pl.D
     need_ids = indexed.filter(pl.col("row").is_null()).select("id", "_at")
     need = memories.join(need_ids, on="id", how="semi")
     provided = embed.provided_embeddings(need, dim)
-    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(texts.select("id", "text_hash", "text"), on="id")
+    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(memories.select("id", pl.col("content").alias("text")), on="id")
     if provided.height:
         at = need_ids.join(provided, on="id", maintain_order="left")
         out[at.get_column("_at").to_numpy()] = at.get_column("embedding").list.to_array(dim).to_numpy()
     if rest.height:
+        rest = rest.with_columns(pl.Series("text_hash", [embed.text_hash(t) for t in rest.get_column("text").to_list()], dtype=pl.String))
         embedded = vectors_for(rest.select("text_hash", "text"))
         out[rest.get_column("_at").to_numpy()] = embedded.get_column("embedding").list.to_array(dim).to_numpy()
     return out, {"reused": have.height, "provided": provided.height, "embedded": rest.height}
@@ -176,9 +179,12 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         .get_column("id")
     )
     fingerprints = refreshed_fingerprints(memories, texts, index.fingerprints, redo)
-    reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(redo.implode())).with_columns(pl.col("row").cast(pl.Int64))
-    vectors, vector_stats = gathered_vectors(memories, texts, reusable, index.vectors, dim, vectors_for)
-    state = replace(state, stores=stores, batch=batch)
+    # a row this batch did not read has the content it had: its own vector stands
+    read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
+    reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
+    contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
+    vectors = context_vectors(memories, contents)
+    state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     stats.update(vector_stats, seconds=round(time.perf_counter() - start, 4), batch=batch)
     return Step(new_state, delta, stats)
@@ -196,20 +202,19 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     empty_texts = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
     texts = hashed_texts(memories, empty_texts)
     fingerprints = incremental.memory_fingerprints(memories, texts)
-    same = fingerprints.join(snapshot["fingerprints"], on=["id", "fingerprint"], how="semi")
-    stored = snapshot["embeddings"].join(same, on="id", how="semi")
-    matrix = stored.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32) if stored.height else np.zeros((0, dim), np.float32)
-    reusable = stored.select("id").with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
-    vectors, vector_stats = gathered_vectors(memories, texts, reusable, matrix, dim, vectors_for)
+    # the snapshot keeps vectors with session context mixed in; own vectors come from the
+    # embedding cache the run just filled (or the stores that provide them)
+    no_rows = pl.DataFrame(schema={"id": pl.String, "row": pl.Int64})
+    contents, vector_stats = content_vectors_of(memories, no_rows, np.zeros((0, dim), np.float32), dim, vectors_for)
+    vectors = context_vectors(memories, contents)
     scored = snapshot["scored_links"].cast(RELATIONSHIP_SCHEMA)
-    capped = links.capped_links(scored, settings.scoring.max_links_per_memory)
-    index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored, capped)
+    index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored, live.capped(scored, snapshot["memories"], settings.scoring))
     snapshot_memories = snapshot["memories"]
     published = published_memories(memories)
     if set(snapshot_memories.columns) == set(published.columns):
         snapshot_memories = snapshot_memories.select(published.columns).cast(published.schema)
     manual = snapshot["relationships"].filter(pl.col("origin") == "manual").cast(RELATIONSHIP_SCHEMA)
-    state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run)
+    state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     stats.update(vector_stats, batch=0)
     return Step(new_state, delta, stats)

@@ -51,6 +51,7 @@ RELATIONSHIP_SCHEMA = pl.Schema(
         "co_occurrence": pl.Float64,
         "temporal": pl.Float64,
         "cross_reference": pl.Float64,
+        "cosine": pl.Float64,
         "reason": pl.String,
         "origin": pl.String,
         "namespace": pl.String,

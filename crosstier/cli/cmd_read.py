@@ -116,9 +116,12 @@ def correlations(args: argparse.Namespace, settings) -> int:
         return 0
     shown = len(result["correlations"])
     print(f"{result['memory_id']} ({result['memory_tier']}): {result['total_found']} correlations" + (f", {shown} shown" if shown < result["total_found"] else ""))
+    if result.get("memory_snippet"):
+        print(f"  {result['memory_snippet']}")
     if shown:
-        rows = [(c["target_id"], c["target_tier"], c["relationship_type"], c["direction"], f"{c['score']:.2f}", c["reason"]) for c in result["correlations"]]
-        print(table(["target", "tier", "relationship", "dir", "score", "reason"], rows))
+        rows = [(c["target_id"], c["target_snippet"], c["target_tier"], c["relationship_type"], c["direction"], f"{c['score']:.2f}", c["reason"])
+                for c in result["correlations"]]
+        print(table(["target", "text", "tier", "relationship", "dir", "score", "reason"], rows))
     return 0
 
 
@@ -161,8 +164,9 @@ def discover(args: argparse.Namespace, settings) -> int:
         return 0
     print(f"{len(links)} links")
     if links:
-        rows = [(l["target_id"], l["target_tier"], l["relationship_type"], l["direction"], f"{l['score']:.2f}", l["reason"]) for l in links]
-        print(table(["target", "tier", "relationship", "dir", "score", "reason"], rows))
+        rows = [(l["target_id"], l["target_snippet"], l["target_tier"], l["relationship_type"], l["direction"], f"{l['score']:.2f}", l["reason"])
+                for l in links]
+        print(table(["target", "text", "tier", "relationship", "dir", "score", "reason"], rows))
     return 0
 
 
@@ -204,6 +208,8 @@ def retrieve(args: argparse.Namespace, settings) -> int:
     print(f"\n{len(result['expanded'])} expanded")
     for e in result["expanded"]:
         print(f"   {e['from_id']} -> {e['target_id']} ({e['target_tier']}, {e['relationship_type']}, {e['score']:.2f}) {e['reason']}")
+        if e.get("target_snippet"):
+            print(f"      {e['target_snippet']}")
     return 0
 
 

@@ -20,6 +20,9 @@ def prefect_environment() -> None:
     """Prefect runs here without a server (its temporary local API) and sends no analytics."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+    # Prefect gives its temporary server 20 s to answer; a busy machine (a run beside other
+    # work, a CI box) was seen to need more, and a failed start loses the whole run.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def tie_prefect_server_to_this_process() -> None:

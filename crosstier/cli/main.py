@@ -22,6 +22,7 @@ COMMANDS = {
     "watch": ("crosstier.cli.cmd_watch", "follow the stores and link each new memory live"),
     "serve": ("crosstier.cli.cmd_serve", "serve the flow on a cron schedule"),
     "cache": ("crosstier.cli.cmd_cache", "inspect or clear the embedding cache"),
+    "calibrate": ("crosstier.cli.cmd_calibrate", "fit the score calibration from your labels (manual links, not_related, refs)"),
 }
 
 

@@ -32,6 +32,7 @@ class StoreConfig:
     dsn_env: str | None = None  # postgres: the environment variable holding the DSN
     chunk_rows: int = 5000  # postgres: rows fetched per round trip
     embedding_column: str | None = None  # a column of provided vectors, if any
+    timezone: str | None = None  # markdown: the zone of times that name none (IANA name or UTC offset); UTC when unset
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,21 @@ class ScoringConfig:
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
     contradiction_min_overlap: float = 0.5
     sequence_max_hours: float = 24.0
+    # The calibration file (`ctc calibrate` writes one) mapping raw cosine and term overlap onto
+    # the evidence scale; None: the bundled calibration for all-MiniLM-L6-v2.
+    calibration: str | None = None
+    # A cosine the model cannot vouch for makes no link on its own: when either text has less
+    # than this share of its letters in Latin script (the bundled model is English), the pair
+    # needs an explicit reference or co_occurrence >= unvouched_min_co_occurrence as well.
+    # Set 0 with a multilingual EMBEDDING_MODEL.
+    min_model_script_share: float = 0.5
+    unvouched_min_co_occurrence: float = 0.2
+    # From this many memories in a namespace, the cosine range search for pairs that qualify
+    # on similarity alone (lowered thresholds) uses an approximate inverted-file index that
+    # scans `ann_probes` of its ~2*sqrt(n) lists instead of all n^2 pairs; below it the search
+    # is exact. 50,000 exact takes ~10 s on 2 cores, 100,000 ~40 s (docs/links.md, Scale).
+    ann_min_memories: int = 50_000
+    ann_probes: int = 16
 
 
 @dataclass(frozen=True)
@@ -145,11 +161,17 @@ def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
         if kind == "sqlite" and not (raw.get("table") or raw.get("query")):
             raise ConfigError(f"{where}.table: a sqlite store needs a table or a query")
     chunk_rows = int(_number(f"{where}.chunk_rows", raw.get("chunk_rows", 5000), integer=True, low=1))
+    zone = raw.get("timezone")
+    if zone is not None:
+        from crosstier.core.zones import zone_named
+
+        if not isinstance(zone, str) or zone_named(zone) is None:
+            raise ConfigError(f"{where}.timezone: unknown time zone {zone!r} (an IANA name such as Asia/Taipei, or an offset such as UTC+8)")
     names.add(name)
     return StoreConfig(**{**raw, "path": path, "chunk_rows": chunk_rows})
 
 
-def _scoring(raw: dict) -> ScoringConfig:
+def _scoring(raw: dict, base: Path = Path.cwd()) -> ScoringConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"scoring: expected a table, got {raw!r}")
     defaults = ScoringConfig()
@@ -181,7 +203,20 @@ def _scoring(raw: dict) -> ScoringConfig:
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
+        calibration=_calibration_path(raw.get("calibration"), base),
+        min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),
+        unvouched_min_co_occurrence=_number("scoring.unvouched_min_co_occurrence", raw.get("unvouched_min_co_occurrence", defaults.unvouched_min_co_occurrence), low=0.0, high=1.0),
+        ann_min_memories=int(_number("scoring.ann_min_memories", raw.get("ann_min_memories", defaults.ann_min_memories), integer=True, low=0)),
+        ann_probes=int(_number("scoring.ann_probes", raw.get("ann_probes", defaults.ann_probes), integer=True, low=1)),
     )
+
+
+def _calibration_path(raw: object, base: Path) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(f"scoring.calibration: expected a file path, got {raw!r}")
+    return _resolved(raw, base)
 
 
 def _embedding(raw: dict) -> EmbeddingConfig:
@@ -222,6 +257,7 @@ def _resolved(path: str | None, base: Path) -> str | None:
 ENV_OVERRIDES = {
     "MIN_CORRELATION_SCORE": ("scoring", "min_correlation_score"),
     "MAX_LINKS_PER_MEMORY": ("scoring", "max_links_per_memory"),
+    "ANN_MIN_MEMORIES": ("scoring", "ann_min_memories"),
     "EMBEDDING_MODEL": ("embedding", "model"),
     "EMBED_DEVICE": ("embedding", "device"),
     "EMBED_BACKEND": ("embedding", "backend"),
@@ -232,6 +268,7 @@ ENV_OVERRIDES = {
     "CORRELATOR_ENABLED": ("correlator", "enabled"),
     "AUTO_DISCOVER_ENABLED": ("correlator", "auto_discover"),
     "MAX_CONTENT_BYTES": ("extract", "max_content_bytes"),
+    "MIN_MODEL_SCRIPT_SHARE": ("scoring", "min_model_script_share"),
 }
 
 
@@ -270,7 +307,7 @@ def settings_from_dict(doc: dict, *, base: Path, env: dict[str, str] | None = No
     return Settings(
         output_dir=out_path.resolve(),
         stores=stores,
-        scoring=_scoring(doc.get("scoring", {})),
+        scoring=_scoring(doc.get("scoring", {}), base),
         embedding=replace(embedding, cache_dir=_resolved(embedding.cache_dir, base)),
         enabled=_bool("CORRELATOR_ENABLED", correlator.get("enabled", True)),
         auto_discover=_bool("AUTO_DISCOVER_ENABLED", correlator.get("auto_discover", True)),

@@ -12,3 +12,7 @@ RELATIONSHIP_TYPES = (
     "temporal_sequence",
     "causal",
 )
+# A label, not a link: a person's word that two memories are NOT related (`ctc link A B not_related`).
+# It goes to the manual log, removes a discovered link on the pair, is never published, and is a
+# negative example for `ctc calibrate`.
+NOT_RELATED = "not_related"

@@ -1110,6 +1110,116 @@ def write_memory_md(root: Path, where: dict[str, tuple[str, int, int]]) -> tuple
     return count, sources
 
 
+# What real OpenClaw workspaces hold besides plain daily logs (issue 16): a "Still open" list
+# carried forward day after day, a counter that changes between heartbeats, dated boilerplate,
+# headings with times and zones, a suffixed log, an undated notes file with scaffolding and
+# labels under two headings, Chinese entries, skills named in logs, a dreaming block with
+# evidence lines, and a promoted MEMORY.md entry with its promotion marker.
+STILL_OPEN = [
+    "Ask Lena whether the quarterly key rotation can move to the first week of December.",
+    "PR #530 is closed, issue #531 stays open until the docs portal indexer stops flooding Sentry.",
+]
+SHAPES_APPENDED = {
+    "2026-11-18": [
+        "## Heartbeat (21:00 Europe/Berlin)", "",
+        "- Sentry backlog holds 37 open issues for billing-api.",
+        "- Nightly backup — 02:00 UTC (Wednesday, November 18) finished in 11 min.", "",
+        "## Still open", "", *(f"- {item}" for item in STILL_OPEN), "",
+    ],
+    "2026-11-19": [
+        "## Heartbeat (21:00 Europe/Berlin)", "",
+        "- Sentry backlog holds 22 open issues for billing-api.",
+        "- Nightly backup — 02:00 UTC (Thursday, November 19) finished in 11 min.", "",
+        "## Still open", "", *(f"- {item}" for item in STILL_OPEN), "",
+        "**Why it waits**:",
+        "- Lena is out until Monday.", "",
+    ],
+    "2026-11-20": [
+        "## Still open", "", *(f"- {item}" for item in STILL_OPEN), "",
+        "## 今日更新 (18:30)", "",
+        "- 给上海办公室的同事发了 v2.9.0 发布说明的中文摘要，按 write-release-notes 技能的格式。", "",
+    ],
+    "2026-11-22": [
+        "## 今日更新 (10:05)", "",
+        "- 上海办公室确认收到了 v2.9.0 发布说明的中文摘要。", "",
+    ],
+}
+RETRO_LOG = [
+    "# Sprint 46 retro", "",
+    "_Notes from the retro call._", "",
+    "## 15:00 CET Retro", "",
+    "- What went well: the deploy-service skill made the billing-api 2.9.0 rollout uneventful.",
+    "- Created skills/write-release-notes/SKILL.md from the v2.9.0 notes; Jonas reviews it.", "",
+    "### 16:30 (America/New_York) Call with Tom", "",
+    "- Tom wants the docs portal indexer to batch its Sentry events before issue #531 can close.", "",
+]
+PEOPLE_NOTES = [
+    "# People notes", "",
+    "*Kept by the assistant; facts live in MEMORY.md.*", "",
+    "Last updated: 2026-11-22", "",
+    "---", "",
+    "## Alice", "",
+    "- **Timezone**: Europe/Berlin",
+    "- **Prefers**: small PRs under 400 lines", "",
+    "## Tom", "",
+    "- **Timezone**: America/New_York",
+    "- **Prefers**: recall over latency for docs search", "",
+]
+
+
+def write_openclaw_shapes(root: Path, where: dict[str, tuple[str, int, int]]) -> tuple[dict[str, int], list[tuple[str, str, str, str]]]:
+    """Append the OpenClaw shapes to the workspace; returns counts (episodic, semantic, rejects) and
+    the links they must make (source id, target id, type, note)."""
+    episodic = semantic = rejects = 0
+    for day, lines in SHAPES_APPENDED.items():
+        path = root / "memory" / f"{day}.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\n" + "\n".join(lines), encoding="utf-8")
+        episodic += sum(1 for line in lines if line.startswith("- "))
+    relpath, first, last = where["wl-deploy-prod"]
+    dream = [
+        "## Light Sleep", "",
+        "<!-- openclaw:dreaming:light:start -->",
+        "- Candidate: ./deploy.sh billing-api prod 2.9.0 with a 10% canary for 20 minutes",
+        "  - confidence: 0.62",
+        f"  - evidence: {relpath}:{first}-{last}",
+        "  - recalls: 3",
+        "  - status: staged",
+        "- Candidate: Assistant: HEARTBEAT_OK",
+        "  - confidence: 0.00",
+        "  - evidence: memory/.dreams/session-corpus/2026-11-20.txt:12-12",
+        "  - recalls: 0",
+        "  - status: staged",
+        "<!-- openclaw:dreaming:light:end -->", "",
+    ]
+    path = root / "memory" / "2026-11-20.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + "\n".join(dream), encoding="utf-8")
+    rejects += 1  # the candidate citing the session corpus, which is no entry of the store
+    (root / "memory" / "2026-11-23-retro.md").write_text("\n".join(RETRO_LOG), encoding="utf-8")
+    (root / "memory" / "people-notes.md").write_text("\n".join(PEOPLE_NOTES), encoding="utf-8")
+    episodic += sum(1 for line in RETRO_LOG + PEOPLE_NOTES if line.startswith("- "))
+    promoted = "billing-api 2.9.0 went to production behind a 10% canary for 20 minutes."
+    memory_md = root / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text(encoding="utf-8") + "\n".join([
+        "", "## Promoted From Short-Term Memory (2026-11-21)", "",
+        f"<!-- openclaw-memory-promotion:memory:{relpath}:{first}:{last} -->",
+        f"- {promoted} [score=0.812 recalls=3 avg=0.700 source={relpath}:{first}-{last}]", "",
+    ]), encoding="utf-8")
+    semantic += 1
+    retro = "memory/2026-11-23-retro.md"
+    zh = "memory/2026-11-20.md"
+    links = [
+        (md_id("MEMORY.md", [f"- {promoted}"]), key_id("wl-deploy-prod"), "derives_from",
+         "Promoted MEMORY.md entry: its openclaw-memory-promotion marker and source= tag cite the 2026-11-19 prod deploy."),
+        ("workspace:skill/deploy-service", md_id(retro, [RETRO_LOG[6]]), "generalizes",
+         "A retro entry names the deploy-service skill (its folder name): an explicit reference."),
+        ("workspace:skill/write-release-notes", md_id(retro, [RETRO_LOG[7]]), "generalizes",
+         "A retro entry names skills/write-release-notes/SKILL.md (its path): an explicit reference."),
+        ("workspace:skill/write-release-notes", md_id(zh, [SHAPES_APPENDED["2026-11-20"][-2]]), "generalizes",
+         "A Chinese entry names the write-release-notes skill: an explicit reference."),
+    ]
+    return {"episodic": episodic, "semantic": semantic, "rejects": rejects}, links
+
+
 def write_skills(root: Path) -> int:
     for rel, name, description, body in SKILLS:
         folder = root / "skills" / rel
@@ -1261,6 +1371,7 @@ def main() -> None:
     where, n_daily = write_daily_logs(ws)
     n_memory_md, sources = write_memory_md(ws, where)
     n_skills = write_skills(ws)
+    shapes, shape_links = write_openclaw_shapes(ws, where)
 
     episodes = chat_records(CHATS, "ep", "chat", "default", local_every=2)
     (HERE / "episodes.jsonl").write_bytes(jsonl_bytes(episodes))
@@ -1281,7 +1392,7 @@ def main() -> None:
     all_ids = [r["id"] for r in episodes + facts + procedures + ops + INBOX_GOOD]
     assert len(all_ids) == len(set(all_ids)), "ids must be unique across the stores"
     read = {
-        "workspace": n_daily + n_memory_md + n_skills,
+        "workspace": n_daily + n_memory_md + n_skills + shapes["episodic"] + shapes["semantic"] + shapes["rejects"],
         "episodes": len(episodes),
         "facts": len(facts),
         "procedures": len(procedures),
@@ -1289,14 +1400,14 @@ def main() -> None:
         "inbox": n_inbox_good + n_inbox_bad,
     }
     # The duplicate-id line in the inbox also takes down its twin in facts (both copies rejected).
-    rejects = {"inbox": n_inbox_bad, "facts": 1}
-    tiers = {"episodic": n_daily, "semantic": n_memory_md, "procedural": n_skills}
+    rejects = {"inbox": n_inbox_bad, "facts": 1, "workspace": shapes["rejects"]}
+    tiers = {"episodic": n_daily + shapes["episodic"], "semantic": n_memory_md + shapes["semantic"], "procedural": n_skills}
     for r in episodes + facts + procedures + ops + INBOX_GOOD:
         if r["id"] != "sem-team-lunch":
             tiers[r["tier"]] += 1
     namespaces = {"default": sum(tiers.values()) - len(ops), "ops": len(ops)}
     with_readers = sum(1 for r in episodes + facts + procedures + ops + INBOX_GOOD if r.get("readers"))
-    write_expected(read, rejects, tiers, namespaces, with_readers, sources)
+    write_expected(read, rejects, tiers, namespaces, with_readers, sources, shape_links)
     print(f"records read {sum(read.values())} ({read}); rejects {sum(rejects.values())}; memories {sum(tiers.values())} {tiers}")
 
 
@@ -1343,7 +1454,7 @@ def rid(ref: str) -> str:
     return key_id(ref[1:]) if ref.startswith("@") else ref
 
 
-def write_expected(read, rejects, tiers, namespaces, with_readers, sources) -> None:
+def write_expected(read, rejects, tiers, namespaces, with_readers, sources, shape_links) -> None:
     out = [
         "# Sample data: what is in it and what the pipeline should find",
         "",
@@ -1377,6 +1488,24 @@ def write_expected(read, rejects, tiers, namespaces, with_readers, sources) -> N
     out += [table_row(mid, key_id(src), "derives_from", f"MEMORY.md Source: line -> daily-log entry @{src}") for mid, src in sources]
     out += [
         "",
+        "### Markdown workspace: what OpenClaw writes",
+        "",
+        "A promotion marker (`<!-- openclaw-memory-promotion:... -->`) and `source=`/`evidence:` lines",
+        "make the MEMORY.md entry reference the daily-log entry they cite; naming a skill (its folder,",
+        "its path, in any language) in a log is an explicit reference to it. The workspace also holds",
+        "a \"Still open\" list carried forward over three days (each copy links to the next, reason",
+        "\"Carried forward\"), a counter that changes between two heartbeats (a `temporal_sequence`",
+        "saying what changed, never `contradicts`), dated nightly boilerplate, a suffixed log",
+        "(`2026-11-23-retro.md`), an undated notes file with scaffolding, labels and two headings,",
+        "heading times with zones, Chinese entries and a dreaming block (one candidate kept with the",
+        "entry it cites, one citing the session corpus: a reject naming it).",
+        "",
+        table_row("source_id", "target_id", "relationship_type", "note"),
+        table_row("---", "---", "---", "---"),
+    ]
+    out += [table_row(a, b, kind, note) for a, b, kind, note in shape_links]
+    out += [
+        "",
         "## Must not link (different namespaces)",
         "",
         "Links never cross namespaces, however similar the text or explicit the reference.",
@@ -1404,8 +1533,9 @@ def write_expected(read, rejects, tiers, namespaces, with_readers, sources) -> N
         f"namespace default {namespaces['default']}, ops {namespaces['ops']}). "
         f"{with_readers} memories carry `readers` limits.",
         "",
-        "The workspace reads as one record per daily-log entry, per MEMORY.md bullet or paragraph",
-        "(the intro paragraph included) and per SKILL.md.",
+        "The workspace reads as one record per entry of a file under memory/, per MEMORY.md bullet or",
+        "paragraph (the intro paragraph included), per SKILL.md, and per dreaming candidate that cites",
+        "nothing in the store (a reject); scaffolding and labels are no records.",
         "",
         "## The six bad inbox lines",
         "",

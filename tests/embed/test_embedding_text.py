@@ -1,11 +1,12 @@
-"""embedding_texts: an episode's turn with its session neighbours, deterministic from the input."""
+"""embedding_texts (a turn with its session neighbours' text) and context_vectors (its vector mixed with theirs), deterministic."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from links_helpers import at, memories
-from crosstier.transforms.embed.text import embedding_texts
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
 
 FRAME = memories(
     {"id": "t2", "tier": "episodic", "content": "yes, the staging one", "session_id": "s", "timestamp": at(1)},
@@ -35,3 +36,23 @@ def test_texts_do_not_depend_on_row_order():
     forward = dict(embedding_texts(FRAME).rows())
     backward = dict(embedding_texts(FRAME.reverse()).rows())
     assert forward == backward
+
+
+def test_a_turn_vector_is_its_own_plus_its_neighbours_weighted_and_normalised():
+    # rows of FRAME: t2, t1, t3, o1, f; one orthogonal unit vector each
+    vectors = np.eye(5, dtype=np.float32) * 2.0  # not unit length: normalised first
+    mixed = context_vectors(FRAME, vectors, weight=0.5)
+    t2 = np.array([1.0, 0.5, 0.5, 0, 0]) / np.sqrt(1.5)  # t1 before it, t3 after it
+    t1 = np.array([0.5, 1.0, 0, 0, 0]) / np.sqrt(1.25)  # first turn: only a next one
+    assert mixed[0] == pytest.approx(t2, abs=1e-6)
+    assert mixed[1] == pytest.approx(t1, abs=1e-6)
+    assert mixed[3] == pytest.approx(np.eye(5)[3])  # alone in its session
+    assert mixed[4] == pytest.approx(np.eye(5)[4])  # a fact has no session neighbours
+    assert np.allclose(context_vectors(FRAME, vectors, weight=0.0), np.eye(5))
+
+
+def test_context_vectors_do_not_depend_on_row_order():
+    vectors = np.random.default_rng(1).normal(size=(5, 8)).astype(np.float32)
+    forward = context_vectors(FRAME, vectors)
+    backward = context_vectors(FRAME.reverse(), vectors[::-1])
+    assert np.allclose(forward, backward[::-1], atol=1e-6)

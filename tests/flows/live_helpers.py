@@ -23,7 +23,7 @@ def unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def memory(i: int, *, topic: int | None = None, session: str | None = None, text: str | None = None, seed: int = 0, noise: float = 0.03) -> dict:
+def memory(i: int, *, topic: int | None = None, session: str | None = None, text: str | None = None, seed: int = 0, noise: float = 0.03, hour: int | None = None) -> dict:
     """Memory i: on topic i % 3 unless given, with a vector near its topic's direction
     (the less noise, the closer to every other memory of the topic)."""
     topic = i % len(TOPICS) if topic is None else topic
@@ -35,7 +35,7 @@ def memory(i: int, *, topic: int | None = None, session: str | None = None, text
         "id": f"m{i:03d}",
         "tier": "episodic" if i % 2 else "semantic",
         "content": text or f"{TOPICS[topic]}, said {NAMES[i % len(NAMES)]}",
-        "timestamp": f"2024-05-01T{i % 24:02d}:00:00Z",
+        "timestamp": f"2024-05-01T{(i if hour is None else hour) % 24:02d}:00:00Z",
         "session_id": session,
         "embedding": [round(float(x), 6) for x in vector],
     }

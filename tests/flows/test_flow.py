@@ -1,5 +1,6 @@
 """The correlate flow end to end: sample run, incremental == full, disabled, manual links,
-artifacts, the Dask task runner, and a scheduled run under `ctc serve`."""
+artifacts, `ctc run` on a real Dask cluster of worker processes, and `ctc serve` (a scheduled run,
+and a cron deployment registered on a local Prefect server)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -55,9 +57,9 @@ def test_sample_run_publishes_a_sound_read_only_warehouse(sample_snapshot):
     con = duckdb.connect(str(catalog.database), read_only=True)
     try:
         counts = dict(con.execute("select 'memories', count(*) from memories union all select 'rejects', count(*) from rejects").fetchall())
-        assert counts == {"memories": 478, "rejects": 7}
+        assert counts == {"memories": 499, "rejects": 8}
         run = con.execute("select status, mode, memories, rejects, records_read from runs").fetchall()
-        assert run == [("published", "full", 478, 7, 485)]
+        assert run == [("published", "full", 499, 8, 507)]
         assert all(v == 0 for v in audit_failures(con).values())
         with pytest.raises(duckdb.Error):
             con.execute("insert into rejects values ('x', 'y', 'z', 'w', 'r')")
@@ -148,16 +150,31 @@ def test_run_report_and_tier_table_artifacts(tmp_path, cached_embeddings):
     assert tables and tables[0].type == "table" and "episodic" in str(tables[0].data)
 
 
-def test_dask_task_runner_gives_the_same_result(tmp_path, cached_embeddings):
-    from prefect_dask import DaskTaskRunner
-
-    from crosstier.flows.correlate import correlate
+@pytest.mark.timeout(420)
+def test_ctc_run_on_a_dask_cluster_of_worker_processes_gives_the_same_result(tmp_path, cached_embeddings):
+    """`ctc run --task-runner dask --dask-address tcp://...` against a real `distributed`
+    cluster of two worker processes started here: the mapped tasks run on the workers and
+    the published links equal a local run's."""
+    from distributed import Client, LocalCluster
 
     config = tiny_stores(tmp_path / "stores")
-    correlate(config_path=str(config), out=str(tmp_path / "default"), full=True)
-    dask_flow = correlate.with_options(task_runner=DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 2, "processes": False}))
-    dask_flow(config_path=str(config), out=str(tmp_path / "dask"), full=True)
-    assert relationships(tmp_path / "dask").equals(relationships(tmp_path / "default"))
+    local = subprocess.run([sys.executable, "-m", "crosstier.cli", "run", "--config", str(config), "--out", str(tmp_path / "local"), "--full"],
+                           capture_output=True, text=True, env={**os.environ}, timeout=300)
+    assert local.returncode == 0, local.stderr[-3000:]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1") as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> its process id
+        assert len(pids) == 2 and len(set(pids.values())) == 2 and os.getpid() not in pids.values(), pids
+        done = subprocess.run(
+            [sys.executable, "-m", "crosstier.cli", "run", "--config", str(config), "--out", str(tmp_path / "dask"), "--full",
+             "--task-runner", "dask", "--dask-address", cluster.scheduler_address],
+            capture_output=True, text=True, env={**os.environ}, timeout=360,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        ran = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        per_worker = client.run(lambda dask_worker: len(dask_worker.state.log))
+    assert ran, "no task ran on the cluster"
+    assert all(n > 0 for n in per_worker.values()), per_worker  # both worker processes took part
+    assert relationships(tmp_path / "dask").equals(relationships(tmp_path / "local"))
 
 
 def test_ctc_run_prints_summary_and_paths(tmp_path, shared_embedding_cache):
@@ -197,6 +214,40 @@ def test_serve_fires_a_scheduled_run(tmp_path, shared_embedding_cache):
         log.close()
     assert Catalog(out).database.exists()
     assert "started a local Prefect server" in (tmp_path / "serve.log").read_text()
+
+
+@pytest.mark.timeout(240)
+def test_serve_cron_registers_the_deployment_with_its_schedule_on_a_local_server(tmp_path):
+    config = tiny_stores(tmp_path / "stores")
+    env = {**os.environ}
+    env.pop("PREFECT_API_URL", None)
+    log_path = tmp_path / "serve.log"
+    log = open(log_path, "wb")
+    server = subprocess.Popen([sys.executable, "-m", "crosstier.cli", "serve", "--config", str(config), "--out", str(tmp_path / "wh"), "--cron", "*/30 * * * *", "--name", "cron-test"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deployment, deadline = None, time.monotonic() + 200
+        while deployment is None and time.monotonic() < deadline:
+            assert server.poll() is None, log_path.read_text()[-3000:]
+            text = log_path.read_text()
+            if "started a local Prefect server at " in text:
+                url = text.split("started a local Prefect server at ", 1)[1].split()[0]
+                request = urllib.request.Request(url.rstrip("/") + "/deployments/filter", data=b"{}", headers={"Content-Type": "application/json"})
+                try:
+                    found = json.loads(urllib.request.urlopen(request, timeout=5).read())
+                except OSError:
+                    found = []
+                deployment = next((d for d in found if d["name"] == "cron-test"), None)
+            time.sleep(1)
+        assert deployment is not None, "no deployment registered: " + log_path.read_text()[-3000:]
+        assert [s["schedule"].get("cron") for s in deployment["schedules"]] == ["*/30 * * * *"], deployment["schedules"]
+        assert deployment["parameters"]["out"] == str(tmp_path / "wh")
+    finally:
+        os.killpg(server.pid, 15)
+        rc = server.wait(timeout=60)
+        log.close()
+    assert rc in (0, -15, 130, 143), (rc, log_path.read_text()[-2000:])
+    assert not any(_alive(p) for p in _children(server.pid)), "the local Prefect server outlived ctc serve"
 
 
 def _children(pid: int) -> set[int]:

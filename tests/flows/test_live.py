@@ -70,8 +70,8 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     before = view_rows(out)
     assert before == batch_rows(config, tmp_path / "batch1")
 
-    # a memory right on topic 0 outranks the links every topic-0 memory had: some drop out of the cap
-    write_lines(store, [memory(12, topic=0, noise=0.0)])
+    # a memory on topic 0 written at m006's hour outranks m006's links (closer in time): one drops out of its top 2
+    write_lines(store, [memory(12, topic=0, noise=0.0, hour=6)])
     live.step()
     after = view_rows(out)
     assert after == batch_rows(config, tmp_path / "batch2")

@@ -70,7 +70,7 @@ TYPE_CASES = [
     pytest.param(
         {"tier": "episodic", "content": "pgvector staging index built", "timestamp": at(3), "session_id": "s2"},
         {"tier": "episodic", "content": "pgvector staging index planned", "timestamp": at(0), "session_id": "s1"},
-        "temporal_sequence", "b", "Close in time", id="sequence-close-in-time",
+        "temporal_sequence", "b", "Close in time, same day", id="sequence-close-in-time",
     ),
     pytest.param(
         {"tier": "semantic", "content": "Search uses Postgres on staging", "timestamp": at(5)},
@@ -110,7 +110,7 @@ TYPE_CASES = [
     pytest.param(
         {"tier": "semantic", "content": "alpha beta gamma delta"},
         {"tier": "semantic", "content": "alpha beta gamma epsilon"},
-        "references", "a", "Content similarity", id="references-content-similarity",
+        "references", "a", "Shared terms: alpha, gamma, beta", id="references-content-similarity",
     ),
 ]
 
@@ -130,7 +130,7 @@ def test_contradiction_needs_high_semantic_similarity():
         {"id": "b", "tier": "semantic", "content": "User no longer prefers tabs"},
     )
     scoring = replace(DEFAULT, min_correlation_score=0.0)
-    assert only_link(frame, vectors(0.5), scoring)["relationship_type"] != "contradicts"
+    assert only_link(frame, vectors(0.3), scoring)["relationship_type"] != "contradicts"
 
 
 def test_a_fact_and_its_source_that_both_negate_do_not_contradict():
@@ -180,7 +180,8 @@ def test_output_has_the_relationship_schema_and_stored_components():
     row = links.row(0, named=True)
     assert (row["semantic"], row["co_occurrence"]) == (pytest.approx(1.0), pytest.approx(1.0))
     assert row["temporal"] == pytest.approx(np.exp(-1))
-    assert row["score"] == pytest.approx(0.40 + 0.25 + 0.15 * np.exp(-1))
+    assert row["cosine"] == pytest.approx(1.0) and row["cross_reference"] is None  # neither cites: silent
+    assert row["score"] == pytest.approx((0.40 + 0.25 + 0.15 * np.exp(-1)) / 0.80)
 
 
 def test_same_input_in_any_row_order_gives_the_same_rows():
@@ -335,3 +336,32 @@ def test_audits_run_on_a_duckdb_connection():
     con.execute("create table relationships as select * from rels")
     con.execute("create table memories as select * from mems")
     assert audit_failures(con)["self_links"] == 1
+
+
+def test_an_undated_fact_derives_from_its_strongest_episode_only():
+    frame = memories(
+        {"id": "f", "tier": "semantic", "content": "Search runs on Postgres in staging"},
+        {"id": "e1", "tier": "episodic", "content": "Installed Postgres for search in staging", "timestamp": at(0)},
+        {"id": "e2", "tier": "episodic", "content": "Postgres staging search looks fine", "timestamp": at(1)},
+    )
+    embeddings = np.array([[1.0, 0.0], [0.99, np.sqrt(1 - 0.99**2)], [0.9, np.sqrt(1 - 0.81)]])
+    scored = scored_links(frame, embeddings, DEFAULT)
+    # every episode of an undated fact is a possible origin before the choice
+    assert set(scored.filter(pl.col("source_id") == "f")["relationship_type"]) == {"derives_from"}
+    published = capped_links(scored, DEFAULT.max_links_per_memory)
+    kinds = {(r["source_id"], r["target_id"]): r["relationship_type"] for r in published.iter_rows(named=True)}
+    assert kinds[("f", "e1")] == "derives_from"  # the strongest evidence is the origin
+    assert kinds[("e2", "f")] == "supports"  # the other one is evidence for it, pointing at the fact
+    assert ("f", "e2") not in kinds
+
+
+def test_a_dated_fact_derives_from_every_episode_before_it():
+    frame = memories(
+        {"id": "f", "tier": "semantic", "content": "Search runs on Postgres in staging", "timestamp": at(2)},
+        {"id": "e1", "tier": "episodic", "content": "Installed Postgres for search in staging", "timestamp": at(0)},
+        {"id": "e2", "tier": "episodic", "content": "Postgres staging search looks fine", "timestamp": at(1)},
+    )
+    published = capped_links(scored_links(frame, same(3), DEFAULT), DEFAULT.max_links_per_memory)
+    fact_links = published.filter((pl.col("source_id") == "f") & (pl.col("target_tier") == "episodic"))
+    assert sorted(fact_links["target_id"]) == ["e1", "e2"]
+    assert set(fact_links["relationship_type"]) == {"derives_from"}

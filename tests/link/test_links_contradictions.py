@@ -156,3 +156,47 @@ def test_since_a_pr_does_not_make_a_causal_link():
         {"tier": "episodic", "content": "The dashboard runs React 19 since PR #482", "timestamp": at(2)},
     )
     assert link["relationship_type"] != "causal"
+
+
+# Issue 12: contradictions where the subject is clearly shared: antonyms of state, a different
+# agent or object in the same event, "nobody" as negation; and their look-alikes that are no conflict.
+@pytest.mark.parametrize(
+    ("a", "b", "reason"),
+    [
+        ("A boy is sitting on the bench", "A boy is standing on the bench", "Contradiction: opposite sit"),
+        ("The children are playing indoors", "The children are playing outdoors", "Contradiction: opposite indoor"),
+        ("The glass on the table is full", "The glass on the table is empty", "Contradiction: opposite full"),
+        ("A man is playing the guitar", "A woman is playing the guitar", "Contradiction: male vs female"),
+        ("A dog is chasing a ball in the park", "A cat is chasing a ball in the park", "Contradiction: dog vs cat"),
+        ("A woman is slicing an onion", "Nobody is slicing an onion", "Contradiction: negation (nobody)"),
+    ],
+)
+def test_shared_subject_contradictions(a, b, reason):
+    link = pair_link(fact(a), fact(b))
+    assert (link["relationship_type"], link["reason"]) == ("contradicts", reason)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("A boy is sitting on the bench", "A young boy sits on a park bench"),
+        ("A man and a woman are dancing", "A woman is dancing"),  # one side names both: meets either
+        ("The user's son plays football on Saturdays", "The user's daughter plays football on Saturdays"),
+        ("A man is walking outside", "A man is walking outdoors on the street"),
+    ],
+)
+def test_shared_subject_look_alikes_are_not_contradictions(a, b):
+    assert pair_link(fact(a), fact(b))["relationship_type"] != "contradicts"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("billing-api uses ruff format now, no more black", "billing-api formats with ruff since PR #520; black is gone."),
+        ("I want ruff format to replace black in billing-api", "billing-api uses ruff format now, no more black"),
+        ("float round() is banned in billing-api", "Invoice tax in billing-api is rounded with Decimal, never float round()"),
+        ("Jonas rejects hand-rolled form state", "Jonas asked for react-hook-form instead of hand-rolled form state"),
+    ],
+)
+def test_both_sides_negating_one_thing_in_other_words_is_no_contradiction(a, b):
+    assert pair_link(fact(a), fact(b))["relationship_type"] != "contradicts"

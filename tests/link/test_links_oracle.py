@@ -6,11 +6,14 @@ import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
+import math
+
 import polars as pl
 import pytest
 
 import crosstier.transforms.link.candidates as candidates
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.link.candidates import candidate_pairs, route_bounds
 from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, scored_links, unit_rows
 from crosstier.transforms.link.terms import with_terms
@@ -35,6 +38,9 @@ SETTINGS = [
         id="term-heavy-weights",
     ),
     pytest.param(replace(ScoringConfig(), tau_days=0.5, min_correlation_score=0.5), id="short-tau"),
+    pytest.param(replace(ScoringConfig(), calibration=str(Path(__file__).parent / "data" / "linear_calibration.json")),
+                 id="other-maps-linear-cosine"),
+    pytest.param(replace(ScoringConfig(), min_correlation_score=0.8), id="threshold-0.8-no-search"),
 ]
 
 
@@ -67,20 +73,34 @@ def test_joined_and_searched_term_groups_equal_brute_force(generated, monkeypatc
 
 def test_near_steps_bound_temporal_by_bucket_distance():
     scoring = ScoringConfig()
+    calibration = load_calibration(None)
     steps = candidates.near_steps(scoring)
     assert [d for d, _, _ in steps] == list(range(candidates._NEAR_STEPS + 1))
-    assert steps[0][1:] == steps[1][1:] == pytest.approx((0.2, 0.5))
-    c_mins = [c for _, c, _ in steps]
-    assert c_mins == sorted(c_mins) and c_mins[-1] < route_bounds(scoring)["far"][0]
+    # near, W = 0.8 (cross_reference silent): w_s*s + w_c*c >= 0.48 - 0.15 = 0.33. The cosine search
+    # takes s >= split = (0.33 - 0.25*0.5) / 0.4 = 0.5125, so the join needs c >= (0.33 - 0.205) / 0.25
+    # = 0.5, a weighted overlap of 0.5 * co_full; the floor is the cosine of s = (0.33 - 0.25) / 0.4 = 0.2
+    assert candidates.search_splits(scoring) == pytest.approx({"timed": 0.5125, "untimed": 0.6625})
+    assert steps[0][1:] == steps[1][1:] == pytest.approx((0.5 * calibration.co_full, calibration.cosine_floor(0.2)))
+    overlaps = [c for _, c, _ in steps]
+    assert overlaps == sorted(overlaps) and overlaps[-1] <= candidates.route_overlaps(scoring)["far"]
     floors = candidates.route_floors(scoring)
-    assert floors == pytest.approx({"near": 0.5, "far": 0.8242492688, "untimed": 0.65})
+    assert floors == pytest.approx({"near": 0.2, "far": (0.48 - 0.15 * math.exp(-2) - 0.25) / 0.4, "untimed": 0.35})
+
+
+def test_cosine_floor_inverts_the_semantic_map():
+    calibration = load_calibration(None)
+    for s in (0.1, 0.3, 0.5, 0.8, 0.99, 1.0):
+        floor = calibration.cosine_floor(s)
+        assert calibration.semantic(floor) == pytest.approx(s, abs=1e-9)
+        assert calibration.semantic(floor - 1e-4) < s
+    assert calibration.cosine_floor(0.0) == -math.inf
 
 
 def test_default_settings_score_far_fewer_pairs_than_all(generated):
     memories, embeddings = generated
     frame = link_memories(memories)
     pairs = candidate_pairs(frame, unit_rows(embeddings)[frame["idx_in"].to_numpy()], ScoringConfig())
-    assert route_bounds(ScoringConfig())["near"][1] > 1  # no pair sharing no term can qualify
+    assert route_bounds(ScoringConfig())["near"][1] < 1  # calibrated: a pair sharing no term can qualify
     assert pairs.height < memories.height * (memories.height - 1) / 2 / 5
 
 

@@ -39,7 +39,7 @@ def sample_links():
     model = sentence_transformers.SentenceTransformer(str(model_pkg.get_model_path()), device="cpu")
     embeddings = model.encode(memories["content"].to_list(), batch_size=64, normalize_embeddings=True)
     links = scored_links(memories, embeddings, settings.scoring)
-    return memories, capped_links(links, settings.scoring.max_links_per_memory), settings
+    return memories, capped_links(links, settings.scoring.max_links_per_memory, memories, tau_days=settings.scoring.tau_days), settings
 
 
 def test_expected_md_lists_planted_links():

@@ -56,6 +56,19 @@ def test_manual_link_overrides_discovered_on_the_same_pair():
     ]
 
 
+def test_a_not_related_label_removes_the_discovered_link_and_is_never_published():
+    records = [
+        {"source_id": "a", "target_id": "b", "relationship_type": "supports", "_line": 1},
+        {"source_id": "a", "target_id": "b", "relationship_type": "not_related", "_line": 2},  # latest wins
+        {"source_id": "a", "target_id": "c", "relationship_type": "not_related", "_line": 3},
+    ]
+    manual, skipped = manual_relationships(records, MEMORIES, "r1")
+    assert skipped == []
+    merged = merged_relationships(discovered([("a", "b", "supports"), ("a", "c", "references"), ("b", "c", "references")]), manual)
+    assert merged.select("source_id", "target_id", "origin").rows() == [("b", "c", "discovered")]
+    assert "not_related" not in merged["relationship_type"].to_list()
+
+
 def _append_many(path, writer, count):
     for i in range(count):
         append_record(path, {"source_id": f"{writer}-{i}", "target_id": "x", "relationship_type": "references"})

@@ -1,4 +1,4 @@
-"""sql/pair_scores.sql on tiny tables: each component's formula with hand-computable values, and the rescaling."""
+"""sql/pair_scores.sql on tiny tables: each calibrated component with hand-computable values, silence, the rescaling."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.calibration import load_calibration, term_weight, weighted_overlap
 from crosstier.transforms.link.links import _params, link_memories, scoring_params
 from links_helpers import at, memories
 
@@ -19,7 +20,8 @@ from links_helpers import at, memories
 def pair_scores(frame: pl.DataFrame, cosine: float, scoring: ScoringConfig = ScoringConfig()) -> dict:
     """The pair_scores row of the first two memories, given their cosine."""
     lm = link_memories(frame)
-    pairs = pl.DataFrame({"a_idx": [0], "b_idx": [1], "cosine": [cosine]})
+    semantic = float(load_calibration(scoring.calibration).semantic(cosine))
+    pairs = pl.DataFrame({"a_idx": [0], "b_idx": [1], "cosine": [cosine], "semantic": [semantic]})
     con = duckdb.connect()
     con.register("pairs", pairs.to_arrow())
     con.register("link_memories", lm.drop("idx_in").to_arrow())
@@ -34,24 +36,33 @@ def two(a: dict, b: dict) -> pl.DataFrame:
     return memories({"id": "a", "tier": "semantic", **a}, {"id": "b", "tier": "semantic", **b})
 
 
-@pytest.mark.parametrize(("cosine", "semantic"), [(1.0, 1.0), (0.5, 0.5), (0.0, 0.0), (-0.7, 0.0)])
-def test_semantic_is_cosine_floored_at_zero(cosine, semantic):
+@pytest.mark.parametrize(("cosine", "semantic"), [(1.0, 1.0), (0.6, 1.0), (0.5, 0.8278), (0.4, 0.6297), (0.0, 0.0), (-0.7, 0.0)])
+def test_semantic_is_the_calibrated_map_and_the_raw_cosine_is_kept(cosine, semantic):
     row = pair_scores(two({"content": "alpha"}, {"content": "beta"}), cosine)
     assert row["semantic"] == pytest.approx(semantic)
+    assert row["cosine"] == pytest.approx(cosine)
 
 
 @pytest.mark.parametrize(
-    ("content_a", "content_b", "jaccard"),
+    ("content_a", "content_b", "overlap"),
     [
-        ("pgvector deploy", "pgvector deploy", 1.0),
-        ("pgvector deploy", "pgvector rollback", 1 / 3),
-        ("pgvector deploy friday", "kafka", 0.0),
+        ("pgvector zorblax", "pgvector zorblax", 1.0),
+        ("pgvector zorblax", "pgvector quuxify", 1 / 3),  # terms not among common English ones weigh 1
+        ("pgvector zorblax friday", "kafka", 0.0),
         ("ok", "thanks", 0.0),  # no terms at all
     ],
 )
-def test_co_occurrence_is_the_jaccard_of_terms(content_a, content_b, jaccard):
+def test_co_occurrence_is_the_weighted_jaccard_over_co_full(content_a, content_b, overlap):
     row = pair_scores(two({"content": content_a}, {"content": content_b}), 0.0)
-    assert row["co_occurrence"] == pytest.approx(jaccard)
+    assert row["co_occurrence"] == pytest.approx(min(1.0, overlap / load_calibration(None).co_full))
+
+
+def test_a_shared_rare_term_counts_for_more_than_a_shared_common_one():
+    assert term_weight("school") < 0.3 < term_weight("pgvector") == 1.0
+    common = pair_scores(two({"content": "school pgvector"}, {"content": "school kafka"}), 0.0)["co_occurrence"]
+    rare = pair_scores(two({"content": "pgvector school"}, {"content": "pgvector university"}), 0.0)["co_occurrence"]
+    assert rare > common > 0
+    assert common == pytest.approx(weighted_overlap(["school", "pgvector"], ["school", "kafka"]) / load_calibration(None).co_full)
 
 
 @pytest.mark.parametrize(("days", "temporal"), [(0, 1.0), (7, math.exp(-1)), (14, math.exp(-2)), (-3.5, math.exp(-0.5))])
@@ -63,7 +74,8 @@ def test_temporal_decays_with_tau(days, temporal):
 @pytest.mark.parametrize(
     ("refs_a", "content_b", "max_references", "cross_reference"),
     [
-        ([], "nothing", 1, 0.0),
+        ([], "nothing", 1, None),  # neither cites anything: silent, not 0
+        (["zz-elsewhere"], "nothing", 1, 0.0),  # a cites, but not b: evidence against
         (["b"], "nothing", 1, 1.0),
         (["b"], "as noted in a, yes", 1, 1.0),  # both ways, capped at 1
         (["b"], "see (a).", 2, 1.0),  # both ways, 2 / 2
@@ -74,32 +86,43 @@ def test_temporal_decays_with_tau(days, temporal):
 def test_cross_reference_counts_refs_and_mentions_both_ways(refs_a, content_b, max_references, cross_reference):
     scoring = replace(ScoringConfig(), max_references=max_references)
     row = pair_scores(two({"content": "first", "refs": refs_a}, {"content": content_b}), 0.0, scoring)
-    assert row["cross_reference"] == pytest.approx(cross_reference)
+    assert row["cross_reference"] == (None if cross_reference is None else pytest.approx(cross_reference))
 
 
 def test_score_is_the_weighted_sum_when_every_component_applies():
     frame = two(
-        {"content": "pgvector deploy", "timestamp": at(), "refs": ["b"]},
-        {"content": "pgvector rollback", "timestamp": at(days=7)},
+        {"content": "pgvector zorblax", "timestamp": at(), "refs": ["b"]},
+        {"content": "pgvector quuxify", "timestamp": at(days=7)},
     )
     row = pair_scores(frame, 0.5)
-    expected = 0.40 * 0.5 + 0.25 * (1 / 3) + 0.15 * math.exp(-1) + 0.20 * 1.0
+    co = (1 / 3) / load_calibration(None).co_full
+    expected = 0.40 * 0.8278 + 0.25 * co + 0.15 * math.exp(-1) + 0.20 * 1.0
     assert row["score"] == pytest.approx(expected)
 
 
-def test_temporal_drops_out_and_the_other_weights_are_rescaled():
-    frame = two({"content": "pgvector deploy", "timestamp": at()}, {"content": "pgvector rollback"})
+def test_silent_components_drop_out_and_the_other_weights_are_rescaled():
+    frame = two({"content": "pgvector zorblax", "timestamp": at()}, {"content": "pgvector quuxify"})
     row = pair_scores(frame, 0.5)
-    assert row["temporal"] is None
-    assert row["score"] == pytest.approx((0.40 * 0.5 + 0.25 * (1 / 3)) / 0.85)
+    assert row["temporal"] is None and row["cross_reference"] is None
+    co = (1 / 3) / load_calibration(None).co_full
+    assert row["score"] == pytest.approx((0.40 * 0.8278 + 0.25 * co) / 0.65)
 
 
-def test_similar_wording_alone_scores_at_most_055():
-    frame = two({"content": "alpha", "timestamp": at()}, {"content": "beta", "timestamp": at()})
-    assert pair_scores(frame, 1.0)["score"] == pytest.approx(0.55)
+def test_a_cited_elsewhere_pair_counts_cross_reference_as_zero():
+    frame = two({"content": "pgvector zorblax", "refs": ["zz-elsewhere"]}, {"content": "pgvector quuxify"})
+    co = (1 / 3) / load_calibration(None).co_full
+    assert pair_scores(frame, 0.5)["score"] == pytest.approx((0.40 * 0.8278 + 0.25 * co) / 0.85)
+
+
+def test_the_same_thing_in_other_words_can_pass_the_threshold_on_content_alone():
+    frame = two({"content": "alpha"}, {"content": "beta"})  # no shared term, no timestamps, no citations
+    score = pair_scores(frame, 0.65)["score"]
+    assert score == pytest.approx(0.40 / 0.65) and score > 0.6
+    timed = two({"content": "alpha", "timestamp": at()}, {"content": "beta", "timestamp": at()})
+    assert pair_scores(timed, 1.0)["score"] == pytest.approx(0.55 / 0.8)
 
 
 def test_custom_weights_are_bound_not_hard_coded():
     scoring = replace(ScoringConfig(), weights={"semantic": 1.0, "co_occurrence": 0.0, "temporal": 0.0, "cross_reference": 0.0})
-    row = pair_scores(two({"content": "alpha"}, {"content": "beta"}), 0.3, scoring)
-    assert row["score"] == pytest.approx(0.3)
+    row = pair_scores(two({"content": "alpha"}, {"content": "beta"}), 0.4, scoring)
+    assert row["score"] == pytest.approx(0.6297)

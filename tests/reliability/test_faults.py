@@ -324,3 +324,27 @@ def test_a_store_that_stays_down_fails_the_run_and_keeps_the_snapshot(baseline, 
     assert snapshot_state(wh) == before
     assert find_correlations("m000x", out=wh) == seen
     assert publish.run_log(Catalog(wh))[-1]["status"] == "failed"  # the failure is on record, outside the snapshot
+
+
+def test_a_transient_io_error_keeps_the_cache_shard_and_a_corrupt_one_is_removed(tmp_path, monkeypatch):
+    import logging
+
+    from crosstier.transforms.embed import cache
+
+    shard = tmp_path / "model" / "shard-0001.parquet"
+    shard.parent.mkdir()
+    shard.write_bytes(b"PAR1 not really")
+    monkeypatch.setattr(cache, "shard_paths", lambda folder: [shard])
+    monkeypatch.setattr(cache, "model_dir", lambda root, model_id: tmp_path / "model")
+
+    def eio(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(cache, "_read_shard", eio)
+    found, corrupt = cache.read_cached(tmp_path, "m", 4, None, logging.getLogger("t"))
+    assert (found.height, corrupt) == (0, 0) and shard.exists(), "a transient I/O error deleted the shard"
+    monkeypatch.undo()
+    monkeypatch.setattr(cache, "shard_paths", lambda folder: [shard])
+    monkeypatch.setattr(cache, "model_dir", lambda root, model_id: tmp_path / "model")
+    found, corrupt = cache.read_cached(tmp_path, "m", 4, None, logging.getLogger("t"))
+    assert corrupt == 1 and not shard.exists(), "a corrupt shard was kept"

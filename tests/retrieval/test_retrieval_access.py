@@ -88,7 +88,8 @@ def test_report_as_principal(out):
     graph_section = text.split("## Correlation Graph")[1].split("## Tier Distribution")[0]
     assert "sem3" not in graph_section  # reachable only through sem-secret
     # sem3's only link ends at a memory alice may not read: for her it is an orphan
-    assert "**Orphan memory** — sem3 (semantic)" in text
+    assert "**Orphan memory** — sem3 has no correlations" in report("sem3", out=out, principal="alice")
+    assert "**Orphan memory** — sem3" not in report("sem3", out=out)
     assert "sem-secret" in report("ep1", out=out, principal="bob")
 
 

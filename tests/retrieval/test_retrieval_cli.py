@@ -77,7 +77,8 @@ def test_graph_prints_the_tree(out):
     done = ctc(out, "graph", "ep1", "--depth", "2", "--as", "alice")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "ep1" and lines[1] == "├── sem1 (references, 0.92)"
+    assert lines[0] == "ep1 — Discussed PostgreSQL pgvector integration for semantic search"
+    assert lines[1] == "├── sem1 (references, 0.92) — Embeddings live in Postgres with pgvector"
     assert "sem-secret" not in done.stdout and lines[-1].endswith("edges")
     graph = json.loads(ctc(out, "graph", "ep1", "ep2", "--depth", "1", "--tier", "semantic", "--json").stdout)
     assert {n["id"] for n in graph["nodes"]} == {"ep1", "ep2", "sem1", "sem-secret"}

@@ -30,8 +30,8 @@ def test_correlations_strongest_first_from_the_memory_point_of_view(out):
     ]
     assert result["total_found"] == 4
     assert result["correlations"][1] == {
-        "target_id": "sem1", "target_tier": "semantic", "relationship_type": "references", "direction": "out",
-        "score": 0.92, "reason": "Entity match: pgvector", "origin": "discovered",
+        "target_id": "sem1", "target_snippet": "Embeddings live in Postgres with pgvector", "target_tier": "semantic",
+        "relationship_type": "references", "direction": "out", "score": 0.92, "reason": "Entity match: pgvector", "origin": "discovered",
     }
 
 
@@ -80,7 +80,10 @@ def test_namespace_argument(out):
 
 
 def test_orphan_has_no_correlations(out):
-    assert find_correlations("orphan1", out=out) == {"memory_id": "orphan1", "memory_tier": "procedural", "correlations": [], "total_found": 0}
+    assert find_correlations("orphan1", out=out) == {
+        "memory_id": "orphan1", "memory_snippet": "How to water the office plants", "memory_tier": "procedural",
+        "correlations": [], "total_found": 0,
+    }
 
 
 @pytest.mark.parametrize(

@@ -103,20 +103,32 @@ def test_errors(out, settings, content, kwargs, match):
         discover_links(content, out=out, settings=settings, **kwargs)
 
 
-def test_embeds_the_text_the_pipeline_would(out, settings, monkeypatch):
-    """crosstier.transforms.embed.text: an episode in a session is embedded with its neighbours."""
+def test_embeds_the_content_and_mixes_in_session_neighbours_as_the_pipeline_would(out, settings, monkeypatch):
+    """crosstier.transforms.embed.text: each content is encoded alone; a turn in a session takes
+    its neighbours' vectors in (context_vectors), a memory outside one keeps its own."""
     from datetime import datetime, timezone
 
-    seen = []
+    import numpy as np
+
+    from crosstier.transforms.embed import text as embed_text
+
+    seen, mixed = [], []
 
     class Recorder(HandEncoder):
         def encode(self, texts):
             seen.extend(texts)
             return super().encode(texts)
 
+    def recording_context_vectors(frame, vectors, **kwargs):
+        result = embed_text.CONTEXT_WEIGHT and original(frame, vectors, **kwargs)
+        mixed.append(not np.allclose(result[-1], vectors[-1] / np.linalg.norm(vectors[-1]), atol=1e-6))
+        return result
+
+    original = embed_text.context_vectors
+    monkeypatch.setattr(embed_text, "context_vectors", recording_context_vectors)
     monkeypatch.setattr("crosstier.retrieval.vectors.encoder", lambda model, settings, cache_dir=None: Recorder())
     discover_links("Index build took 40 s", tier="episodic", session_id="s1",
                    timestamp=datetime(2026, 11, 2, 11, 0, tzinfo=timezone.utc), out=out, settings=settings)
     discover_links("Index build took 40 s", tier="episodic", out=out, settings=settings)
-    assert seen[0].startswith("Index build took 40 s\n") and "Benchmarked pgvector index build times" in seen[0]
-    assert seen[1] == "Index build took 40 s"
+    assert seen == ["Index build took 40 s", "Index build took 40 s"]
+    assert mixed == [True, False]

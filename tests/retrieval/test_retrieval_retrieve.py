@@ -87,14 +87,23 @@ def test_report_sections(out):
     text = report("ep1", out=out, generated_at=datetime(2026, 4, 4, 1, 30, tzinfo=timezone.utc))
     assert text.startswith("# Cross-Tier Correlation Report\n\n**Generated:** 2026-04-04T01:30:00Z\n**Seed Memory:** ep1 (episodic")
     assert "## Direct Correlations (4)" in text
-    assert "| sem1 | semantic | references | 0.92 | Entity match: pgvector |" in text
+    assert "> Discussed PostgreSQL pgvector integration for semantic search" in text
+    assert "| sem1 | Embeddings live in Postgres with pgvector | semantic | references | 0.92 | Entity match: pgvector |" in text
     tree = text.split("```text\n")[1].split("```")[0].splitlines()
-    assert tree[:3] == ["ep1", "├── sem-secret (supports, 0.95)", "│   └── sem3 (references, 0.88)"]
-    assert "└── ep2 (temporal_sequence, 0.78)" in tree and "    └── ep-alice (references, 0.70)" in tree
+    assert tree[:3] == [
+        "ep1 — Discussed PostgreSQL pgvector integration for semantic search",
+        "├── sem-secret (supports, 0.95) — Bob's salary review notes about pgvector budget",
+        "│   └── sem3 (references, 0.88) — Vault rotation happens quarterly",
+    ]
+    assert "└── ep2 (temporal_sequence, 0.78) — Benchmarked pgvector index build times on staging" in tree
+    assert "    └── ep-alice (references, 0.70) — Alice's private notes about her review" in tree
     assert "| Semantic | 4 | 0.85 |" in text  # sem-secret .95, sem1 .92, sem3 .88, sem2 .66
-    assert "**Strong link detected** — ep1 → sem-secret (0.95, supports)" in text
-    assert "**Potential contradiction** — sem1 ↔ sem2 (review needed" in text
-    assert "**Orphan memory** — orphan1 (procedural) has no correlations" in text
+    assert "**Strong link detected** — ep1 → sem-secret (0.95, supports) “Bob's salary review notes about pgvector budget”" in text
+    assert ("**Potential contradiction** — sem1 “Embeddings live in Postgres with pgvector” ↔ sem2 “Embeddings do not live "
+            "in Postgres” (review needed") in text
+    # recommendations are about ep1 and what is beside it: orphan1 is neither
+    assert "orphan1" not in text
+    assert "**Orphan memory** — orphan1 has no correlations" in report("orphan1", out=out)
     assert text.rstrip().endswith("*Cross-Tier Correlator — Connecting experiences to knowledge.*")
 
 

@@ -15,10 +15,12 @@ import pytest
 
 from crosstier.core.config import StoreConfig
 from crosstier.transforms.stores.extract import (
+    BulkVectors,
     ExtractError,
     combined_extracts,
     content_hash,
     extract_store,
+    parquet_records,
     parse_timestamp,
 )
 
@@ -151,6 +153,79 @@ def test_parquet_store(tmp_path):
     assert_balanced(result)
 
 
+# Provided vectors are read and checked as one column (no Python float per number); each case
+# must end exactly as the per-record rule says: the vector kept, or the record rejected why.
+VECTOR_CASES = [
+    ([0.5, -1.0, 2.0], None),
+    ([1, 2, 3], None),  # integers are numbers
+    ([], "field 'embedding' must be a non-empty list of numbers"),
+    ([1.0, float("nan")], "field 'embedding' must hold finite numbers only"),
+    ([1.0, float("inf")], "field 'embedding' must hold finite numbers only"),
+    ([1.0, None], "field 'embedding' must hold finite numbers only"),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize(("arrow_type", "cases"), [
+    (pa.list_(pa.float64()), VECTOR_CASES),
+    (pa.list_(pa.float32()), VECTOR_CASES),
+    (pa.large_list(pa.float64()), VECTOR_CASES),
+    (pa.list_(pa.int64()), [([1, 2, 3], None), ([], "non-empty"), ([4, None], "finite numbers only"), (None, None)]),
+])
+def test_parquet_vectors_checked_in_bulk_keep_every_verdict(tmp_path, arrow_type, cases):
+    ids = [f"v{i}" for i in range(len(cases))]
+    table = pa.table({
+        "id": ids, "tier": ["semantic"] * len(cases), "content": [f"fact {i}" for i in range(len(cases))],
+        "embedding": pa.array([vector for vector, _ in cases], type=arrow_type),
+    })
+    pq.write_table(table, tmp_path / "v.parquet")
+    result = extract_store(StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "v.parquet")), LIMIT)
+    assert_balanced(result)
+    kept = dict(zip(result.memories["id"], result.memories["embedding"].to_list()))
+    reasons = dict(zip(result.rejects["location"], result.rejects["reason"]))
+    for i, (vector, why) in enumerate(cases):
+        if why is None:
+            assert kept[f"v{i}"] == (None if vector is None else [float(x) for x in vector])
+        else:
+            assert f"v{i}" not in kept and why in reasons[f"v.parquet:row {i + 1}"]
+    assert result.memories.schema["embedding"] == pl.List(pl.Float32)
+    # and they were read as one column, not row by row
+    first = next(iter(parquet_records(StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "v.parquet")))))
+    assert isinstance(first, BulkVectors) and first.vectors.len() == len(cases)
+
+
+def test_parquet_fixed_size_vectors_and_raw_text_of_a_duplicate(tmp_path):
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 0.0, 0.0, 1.0], pa.float32()), 2)
+    pq.write_table(pa.table({"id": ["a", "a"], "tier": ["semantic"] * 2, "content": ["x", "y"], "embedding": vectors}), tmp_path / "f.parquet")
+    result = extract_store(StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "f.parquet")), LIMIT)
+    assert result.memories["embedding"].to_list() == [[1.0, 0.0], [0.0, 1.0]]
+    rejects = combined_extracts([result]).rejects
+    # a valid vector is named in the raw text, not spelled out: the preview keeps the fields a user fixes
+    assert json.loads(rejects["raw"][0]) == {"id": "a", "tier": "semantic", "content": "x", "embedding": "<2 numbers>"}
+
+
+@pytest.mark.parametrize(("line", "embedding", "reason"), [
+    ({"embedding": [0.25, 1]}, [0.25, 1.0], None),
+    ({"embedding": [0.25, True]}, None, "must hold finite numbers only"),  # a boolean is not a number
+    ({"embedding": [1.0], "metadata": {"flag": False}}, [1.0], None),  # true/false elsewhere: read one by one
+    ({"embedding": [1.0, "2"]}, None, "must hold finite numbers only"),
+    ({"embedding": [[1.0]]}, None, "must hold finite numbers only"),
+    ('{"embedding": [1.0, NaN]}', None, "must hold finite numbers only"),
+    ({"embedding": []}, None, "non-empty list"),
+])
+def test_jsonl_vectors_checked_in_bulk_keep_every_verdict(tmp_path, line, embedding, reason):
+    record = json.dumps({**GOOD, "id": "e2", **line}) if isinstance(line, dict) else line[:-1] + ', "id": "e2", "tier": "episodic", "content": "x"}'
+    result = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", [{**GOOD, "embedding": [3.0]}, record])), LIMIT)
+    assert_balanced(result)
+    kept = dict(zip(result.memories["id"], result.memories["embedding"].to_list()))
+    assert kept["e1"] == [3.0]
+    if reason is None:
+        assert kept["e2"] == embedding
+    else:
+        assert "e2" not in kept and reason in result.rejects["reason"][0]
+        assert result.rejects["raw"][0] == record  # a JSONL reject keeps its line as written
+
+
 def make_sqlite(path: Path) -> Path:
     con = sqlite3.connect(path)
     con.execute("create table memories (id text, tier text, content blob, refs text, metadata text)")
@@ -210,9 +285,9 @@ def test_markdown_workspace(tmp_path):
     mem = result.memories
     episodes = mem.filter(pl.col("tier") == "episodic").sort("location")
     assert episodes.get_column("content").to_list() == [
-        "Maya asked to move billing-api to Python 3.12.",
-        "Ran the suite: 3 failures in\ntest_pgvector.py.",
-        "A paragraph entry about backups.",
+        "Billing migration: Maya asked to move billing-api to Python 3.12.",
+        "Billing migration: Ran the suite: 3 failures in\ntest_pgvector.py.",
+        "Billing migration: A paragraph entry about backups.",
     ]
     assert episodes.get_column("location").to_list() == ["memory/2026-11-04.md:L4-L4", "memory/2026-11-04.md:L5-L6", "memory/2026-11-04.md:L8-L8"]
     stamps = episodes.get_column("timestamp").dt.strftime("%H:%M").to_list()
@@ -221,8 +296,8 @@ def test_markdown_workspace(tmp_path):
     facts = mem.filter(pl.col("tier") == "semantic").sort("location")
     first_episode = episodes.get_column("id")[0]
     assert facts.get_column("refs").to_list() == [[first_episode], []]
-    assert facts.get_column("content").to_list() == ["billing-api targets Python 3.12.", "Untraced fact."]
-    assert json.loads(facts.get_column("metadata")[1])["unresolved_sources"] == ["memory/2026-11-01.md#L1-L2"]
+    assert facts.get_column("content").to_list() == ["Projects: billing-api targets Python 3.12.", "Projects: Untraced fact."]
+    assert json.loads(facts.get_column("metadata")[1])["unresolved_sources"] == ["memory/2026-11-01.md:1-2"]
     skill = mem.filter(pl.col("tier") == "procedural").row(0, named=True)
     assert skill["id"] == "ws:skill/deploy"
     assert json.loads(skill["metadata"])["description"] == "Ship a service with deploy.sh"

@@ -84,7 +84,15 @@ def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | No
             parts.append(_read_shard(path, model_id, dim, hashes))
         except FileNotFoundError:
             continue  # compacted away by a concurrent run; its rows are in the new shard
-        except Exception as exc:  # any failure to read means the file cannot be trusted
+        except OSError as exc:
+            if exc.errno is None:  # raised by a reader about the bytes, not by the OS: corrupt
+                corrupt += 1
+                log.warning("embedding cache: %s is damaged (%s: %s); removed, its texts will be embedded again", path, type(exc).__name__, str(exc)[:200])
+                path.unlink(missing_ok=True)
+                continue
+            # an I/O error from the OS (EIO, EMFILE, ENOMEM...) says nothing about the file: keep it
+            log.warning("embedding cache: %s could not be read (%s); kept, its texts are embedded again this run", path, exc)
+        except Exception as exc:  # the file was read and cannot be trusted: corrupt
             corrupt += 1
             log.warning("embedding cache: %s is damaged (%s: %s); removed, its texts will be embedded again", path, type(exc).__name__, str(exc)[:200])
             path.unlink(missing_ok=True)

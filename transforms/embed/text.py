@@ -1,25 +1,38 @@
-"""What text of each memory is embedded: an episode's turn with its session neighbours.
+"""What each memory is embedded as: its own content, and an episode's context from its neighbours' vectors.
 
-Short chat turns ("yes, the staging one") carry their meaning in the turns around them,
-so an episodic memory with a session is embedded as its own content followed by its
-neighbours' content (own content first: a truncating encoder keeps it). The choice and
-its figures are in docs/links.md (bench/quality.py). Deterministic: neighbours are taken
-in (timestamp, id) order within (namespace, session_id).
+Short chat turns ("yes, the staging one") carry their meaning in the turns around them. A
+session turn's vector is the normalised weighted mean of its own content vector and its
+previous and next turns' content vectors (`context_vectors`): built from vectors already
+computed, so a cold run encodes each content once instead of every turn three times over
+(the old way, re-encoding `content \\n prev | next`, cost ~3x the tokens; the figures of both
+ways are in docs/links.md, bench/quality.py). Deterministic: neighbours are taken in
+(timestamp, id) order within (namespace, session_id).
+
+`embedding_texts` still gives the turn with its neighbours' text: not to encode, but as the
+fingerprint of what a turn's vector depends on (an edit to a neighbour changes it).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 CONTEXT_BEFORE = 1
 CONTEXT_AFTER = 1
+# Weight of each neighbour's vector against 1 for the turn's own (bench/quality.py, tune split:
+# 0.2 and 0.3 best for ranking, 0.5 and above dilute the turn).
+CONTEXT_WEIGHT = 0.2
+
+
+def _session_order(memories: pl.DataFrame) -> pl.DataFrame:
+    frame = memories.select("id", "tier", "content", "timestamp", "session_id", "namespace").with_row_index("row")
+    in_session = (pl.col("tier") == "episodic") & pl.col("session_id").is_not_null()
+    return frame, frame.filter(in_session).sort("namespace", "session_id", "timestamp", "id", nulls_last=True)
 
 
 def embedding_texts(memories: pl.DataFrame, *, before: int = CONTEXT_BEFORE, after: int = CONTEXT_AFTER) -> pl.DataFrame:
-    """One row per memory: id and the text to embed (an episode's turn plus `before`/`after` session neighbours)."""
-    frame = memories.select("id", "tier", "content", "timestamp", "session_id", "namespace").with_row_index("row")
-    in_session = (pl.col("tier") == "episodic") & pl.col("session_id").is_not_null()
-    ordered = frame.filter(in_session).sort("namespace", "session_id", "timestamp", "id", nulls_last=True)
+    """One row per memory: id and its text with context (an episode's turn plus `before`/`after` session neighbours)."""
+    frame, ordered = _session_order(memories)
     group = ["namespace", "session_id"]
     context = []
     for offset in [-k for k in range(before, 0, -1)] + list(range(1, after + 1)):
@@ -36,3 +49,39 @@ def embedding_texts(memories: pl.DataFrame, *, before: int = CONTEXT_BEFORE, aft
     with_context = ordered.with_columns(text.alias("text"))
     texts = frame.join(with_context.select("row", "text"), on="row", how="left")
     return texts.sort("row").select("id", pl.coalesce("text", "content").alias("text"))
+
+
+def session_neighbours(memories: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the row of the previous and of the next turn of its session (-1: none)."""
+    frame, ordered = _session_order(memories)
+    group = ["namespace", "session_id"]
+    rows = ordered.select(
+        "row",
+        pl.col("row").shift(1).over(group).alias("prev"),
+        pl.col("row").shift(-1).over(group).alias("next"),
+    )
+    prev = np.full(frame.height, -1, dtype=np.int64)
+    nxt = np.full(frame.height, -1, dtype=np.int64)
+    at = rows["row"].to_numpy().astype(np.int64)
+    prev[at] = rows["prev"].fill_null(-1).to_numpy()
+    nxt[at] = rows["next"].fill_null(-1).to_numpy()
+    return prev, nxt
+
+
+def context_vectors(memories: pl.DataFrame, vectors: np.ndarray, *, weight: float = CONTEXT_WEIGHT) -> np.ndarray:
+    """Row-aligned unit vectors: a session turn's own vector plus `weight` times each neighbour's, normalised.
+
+    Memories outside a session (and turns without neighbours) keep their own direction.
+    """
+    units = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(units, axis=1, keepdims=True)
+    units = np.divide(units, norms, out=np.zeros_like(units), where=norms > 0)
+    if len(units) == 0 or weight == 0:
+        return units
+    prev, nxt = session_neighbours(memories)
+    mixed = units.copy()
+    for side in (prev, nxt):
+        has = side >= 0
+        mixed[has] += weight * units[side[has]]
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    return np.divide(mixed, norms, out=np.zeros_like(mixed), where=norms > 0)

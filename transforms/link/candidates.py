@@ -28,27 +28,29 @@ prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
 A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
 with N, and their rows quadratically. So a group of a common term (document share above
 `max_term_share`) or a large one (_SEARCH_MIN_PAIRS left x right rows) is not joined:
-it is searched by blocked matmul (never more than _CELLS cosines at once) keeping the
+it is searched by cosine (transforms/link/neighbours.py, `grouped_pairs_at_floor`) keeping the
 pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
 The group keys are the same, only the per-pair check moves before materialising, so
 the result is the same as joining everything. Then each candidate's exact upper bound is
 checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
 
-When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by an
-exact blocked range search on cosine (s >= max(s_min(a), s_min(b))), and the term
-routes use every term. Explicit references are always candidates.
+When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by a
+range search on cosine (s >= max(s_min(a), s_min(b))), exact below `ann_min_memories`
+memories in a namespace and approximate from there (transforms/link/neighbours.py), and
+the term routes use every term. Explicit references are always candidates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.calibration import Calibration, load_calibration
+from crosstier.transforms.link.neighbours import grouped_pairs_at_floor, pair_cosines, similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
     from threadpoolctl import threadpool_limits
@@ -58,22 +60,31 @@ except ImportError:  # pragma: no cover
 PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
-_BLOCK = 2048
 _CHUNK = 16_384  # pairs per gather: small enough to stay in cache
-_CELLS = 1 << 22  # cosines per matmul block of a term search (16 MiB of float32)
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
 _NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
+# Where a cosine search is needed anyway, it takes the pairs whose semantic alone gets within
+# w_c*_SPLIT_CO of the threshold; the term joins then need co_occurrence >= _SPLIT_CO.
+_SPLIT_CO = 0.5
+
+
+def _calibration(scoring: ScoringConfig) -> Calibration:
+    return load_calibration(scoring.calibration)
 
 
 def _route_needs(scoring: ScoringConfig) -> dict[str, float]:
-    """Per route, what w_s*s + w_c*c must reach: thr*W - w_t*t_max."""
+    """Per route, what w_s*s + w_c*c must reach: thr*W - w_t*t_max.
+
+    W leaves cross_reference out: a pair without a reference scores highest when neither end
+    cites anything (the component is silent, not 0), so that is the bound.
+    """
     w = scoring.weights
     thr = scoring.min_correlation_score
-    w_s, w_c, w_t, w_x = w["semantic"], w["co_occurrence"], w["temporal"], w["cross_reference"]
+    w_s, w_c, w_t = w["semantic"], w["co_occurrence"], w["temporal"]
     far_t = math.exp(-2.0)  # ends more than 2*tau apart
     return {
         name: thr * total - w_t * t_max
-        for name, total, t_max in (("near", 1.0, 1.0), ("far", 1.0, far_t), ("untimed", w_s + w_c + w_x, 0.0))
+        for name, total, t_max in (("near", w_s + w_c + w_t, 1.0), ("far", w_s + w_c + w_t, far_t), ("untimed", w_s + w_c, 0.0))
     }
 
 
@@ -85,21 +96,72 @@ def _bound(weight: float, need: float) -> float:
 
 
 def route_bounds(scoring: ScoringConfig) -> dict[str, tuple[float, float]]:
-    """(c_min, s_min) per route: 'near' and 'far' (both timestamped), 'untimed' (temporal does not apply)."""
+    """(c_min, s_min) per route, in component units: 'near' and 'far' (both timestamped), 'untimed'."""
     w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
     return {name: (_bound(w_c, need - w_s), _bound(w_s, need)) for name, need in _route_needs(scoring).items()}
 
 
 def route_floors(scoring: ScoringConfig) -> dict[str, float]:
-    """Per route, the least cosine any qualifying pair of it has: s_min taken with c = 1 instead of 0.
+    """Per route, the least semantic component any qualifying pair of it has: s_min taken with c = 1.
 
-    score >= thr needs w_s*s >= thr*W - w_t*t_max - w_c*c >= thr*W - w_t*t_max - w_c, so
-    s >= s_floor = (thr*W - w_t*t_max - w_c) / w_s. At the defaults: near (t <= 1)
-    (0.6 - 0.15 - 0.25) / 0.4 = 0.50; far (t <= e^-2) (0.6 - 0.15*e^-2 - 0.25) / 0.4 = 0.8243;
-    untimed (W = 0.85, t = 0) (0.51 - 0.25) / 0.4 = 0.65.
+    score >= thr needs w_s*s >= thr*W - w_t*t_max - w_c*c >= thr*W - w_t*t_max - w_c.
     """
     w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
     return {name: _bound(w_s, need - w_c) for name, need in _route_needs(scoring).items()}
+
+
+def search_splits(scoring: ScoringConfig) -> dict[str, float | None]:
+    """Per kind of end ('timed', 'untimed'), the semantic level from which the cosine search finds pairs.
+
+    None when no pair sharing no term can qualify (s_min > 1): no search. Otherwise the
+    search takes every pair with s >= split, and the term joins only need the pairs below it,
+    whose c must reach (need - w_s*split) / w_c: a split under s_min buys a positive c_min, so
+    a prefix filter, at the price of more searched pairs (_SPLIT_CO sets the balance).
+    """
+    routes = route_bounds(scoring)
+    floors = route_floors(scoring)
+    w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
+    needs = _route_needs(scoring)
+    out: dict[str, float | None] = {}
+    for kind, route in (("timed", "near"), ("untimed", "untimed")):
+        s_min = routes[route][1]
+        if s_min > 1.0 + _EPS:
+            out[kind] = None
+            continue
+        wanted = _bound(w_s, needs[route] - w_c * _SPLIT_CO)
+        out[kind] = min(s_min, max(floors[route], wanted))
+    return out
+
+
+def _route_split(scoring: ScoringConfig, route: str) -> float:
+    """The semantic level below which a pair of this route is the term joins' to find (1: all of them)."""
+    splits = search_splits(scoring)
+    timed = 1.0 if splits["timed"] is None else splits["timed"]
+    if route != "untimed":
+        return timed
+    # a pair with an untimed end is searched at the larger of its two ends' floors
+    return max(timed, 1.0 if splits["untimed"] is None else splits["untimed"])
+
+
+def _overlap_min(scoring: ScoringConfig, need: float, route: str) -> float:
+    """The least weighted term overlap a pair of the route below the split needs (> 1: none can qualify)."""
+    w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
+    c_min = _bound(w_c, need - w_s * _route_split(scoring, route))
+    if c_min > 1.0 + _EPS:
+        return math.inf
+    return _calibration(scoring).overlap_floor(c_min) if c_min > 0 else 0.0
+
+
+def route_overlaps(scoring: ScoringConfig) -> dict[str, float]:
+    """Per route ('far', 'untimed'), the least weighted term overlap its term join needs."""
+    needs = _route_needs(scoring)
+    return {name: _overlap_min(scoring, needs[name], name) for name in ("far", "untimed")}
+
+
+def route_cosine_floors(scoring: ScoringConfig) -> dict[str, float]:
+    """Per route, the least cosine any qualifying pair of it has: its floor read through the inverse map."""
+    calibration = _calibration(scoring)
+    return {name: calibration.cosine_floor(floor) for name, floor in route_floors(scoring).items()}
 
 
 def time_bucket_seconds(scoring: ScoringConfig) -> float:
@@ -108,43 +170,58 @@ def time_bucket_seconds(scoring: ScoringConfig) -> float:
 
 
 def near_steps(scoring: ScoringConfig) -> list[tuple[int, float, float]]:
-    """(bucket distance d, c_min, cosine floor) of each near route, d = 0 .. _NEAR_STEPS.
+    """(bucket distance d, least weighted overlap, cosine floor) of each near route, d = 0 .. _NEAR_STEPS.
 
     Two timestamped ends d >= 2 buckets (of width h = 2*tau/_NEAR_STEPS) apart are more
     than (d-1)*h apart, so t <= t_max(d) = exp(-(d-1)*h/tau); d <= 1 gives t_max = 1.
-    The smaller t_max, the larger c_min (a shorter prefix) and the higher the floor, so
-    pairs some days apart cost far less than same-day ones. Ends more than 2*tau apart
-    (d > _NEAR_STEPS) are the 'far' route's.
+    The smaller t_max, the larger the overlap needed (a shorter prefix) and the higher the
+    floor, so pairs some days apart cost far less than same-day ones. Ends more than 2*tau
+    apart (d > _NEAR_STEPS) are the 'far' route's.
     """
     w = scoring.weights
     w_s, w_c, w_t = w["semantic"], w["co_occurrence"], w["temporal"]
+    calibration = _calibration(scoring)
     h_over_tau = 2.0 / _NEAR_STEPS
     steps = []
     for d in range(_NEAR_STEPS + 1):
         t_max = 1.0 if d <= 1 else math.exp(-(d - 1) * h_over_tau)
-        need = scoring.min_correlation_score - w_t * t_max
-        steps.append((d, _bound(w_c, need - w_s), _bound(w_s, need - w_c)))
+        need = scoring.min_correlation_score * (w_s + w_c + w_t) - w_t * t_max
+        steps.append((d, _overlap_min(scoring, need, "near"), calibration.cosine_floor(_bound(w_s, need - w_c))))
     return steps
 
 
-def prefix_length(n_terms: pl.Expr, c_min: float) -> pl.Expr:
-    """How many of a memory's rarest terms a join on Jaccard >= c_min must use."""
-    if c_min <= 0:
-        return n_terms
-    if c_min > 1:
-        return pl.lit(0, dtype=pl.Int64)
-    needed = (n_terms.cast(pl.Float64) * c_min - _EPS).ceil().cast(pl.Int64)
-    return (n_terms - needed + 1).clip(0, None)
+def in_prefix(overlap_min: float) -> pl.Expr:
+    """Whether a ranked term is within its memory's prefix for a join on weighted overlap >= overlap_min.
+
+    If the weighted Jaccard of A and B reaches j, their shared weight reaches j*w(A). The first
+    shared term in the global order then has at least that much of A's weight from it on
+    (`suffix_w`), and likewise for B: so joining on terms with suffix_w >= j*total_w loses no pair.
+    """
+    if overlap_min <= 0:
+        return pl.lit(True)
+    if overlap_min > 1:
+        return pl.lit(False)
+    return pl.col("suffix_w") >= overlap_min * pl.col("total_w") - _EPS
 
 
 def ranked_terms(memories: pl.DataFrame) -> pl.DataFrame:
-    """One row per (memory, term) with the term's position in the memory's rarest-first order."""
-    exploded = memories.select("idx", "namespace", "terms").explode("terms").rename({"terms": "term"}).drop_nulls("term")
+    """One row per (memory, term): the term's position in the memory's rarest-first order, its weight,
+    the weight of it and every later term (`suffix_w`) and the memory's total (`total_w`)."""
+    exploded = (
+        memories.select("idx", "namespace", "terms", "term_weights")
+        .explode("terms", "term_weights")
+        .rename({"terms": "term", "term_weights": "w"})
+        .drop_nulls("term")
+    )
     df = exploded.group_by("namespace", "term").agg(pl.len().alias("df"))
     return (
         exploded.join(df, on=["namespace", "term"])
         .sort("idx", "df", "term")
-        .with_columns(pl.int_range(pl.len()).over("idx").alias("pos"))
+        .with_columns(
+            pl.int_range(pl.len()).over("idx").alias("pos"),
+            pl.col("w").cum_sum(reverse=True).over("idx").alias("suffix_w"),
+            pl.col("w").sum().over("idx").alias("total_w"),
+        )
     )
 
 
@@ -166,20 +243,6 @@ def _flat_lists(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
 def _one_blas_thread() -> contextlib.AbstractContextManager:
     """Many small matrix products: one BLAS thread each is ~10x faster than threads waking per product."""
     return threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
-
-
-def _searched_pairs(left_idx: np.ndarray, right_idx: np.ndarray, vectors: np.ndarray, floor: float) -> np.ndarray:
-    """(a, b) rows, a < b, of left x right with cosine >= floor: blocked matmul, never more than _CELLS at once."""
-    base = vectors[right_idx]
-    step = max(1, _CELLS // max(1, len(right_idx)))
-    found = []
-    for start in range(0, len(left_idx), step):
-        rows = left_idx[start:start + step]
-        qi, bi = np.nonzero(vectors[rows] @ base.T >= floor - _COS_SLACK)
-        a, b = rows[qi], right_idx[bi]
-        keep = a != b
-        found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    return np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
 
 
 def _shared_key_pairs(
@@ -211,11 +274,7 @@ def _shared_key_pairs(
         l_flat, l_off = _flat_lists(groups["l"])
         r_flat, r_off = _flat_lists(groups["r"])
         with _one_blas_thread():
-            found = [
-                _searched_pairs(l_flat[l_off[g]:l_off[g + 1]], r_flat[r_off[g]:r_off[g + 1]], vectors, floor)
-                for g in range(groups.height)
-            ]
-        pairs = np.concatenate(found)
+            pairs = grouped_pairs_at_floor(l_flat, l_off, r_flat, r_off, vectors, floor)
         out.append(pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}, schema=PAIR_SCHEMA).unique())
     return pl.concat([frame.cast(PAIR_SCHEMA) for frame in out])
 
@@ -231,12 +290,11 @@ def term_pairs(
     for ends more than 2*tau apart) and untimed route (an end without a timestamp): the
     key is (namespace, term).
     """
-    routes = route_bounds(scoring)
-    floors = route_floors(scoring)
+    overlaps = route_overlaps(scoring)
+    floors = route_cosine_floors(scoring)
     bucket = time_bucket_seconds(scoring)
     info = memories.select(
         "idx",
-        pl.col("terms").list.len().cast(pl.Int64).alias("n_terms"),
         pl.col("timestamp").is_not_null().alias("timed"),
         (pl.col("timestamp").dt.epoch("us").cast(pl.Float64) / 1e6 / bucket).floor().cast(pl.Int64).alias("bucket"),
         (focus if focus is not None else pl.lit(True)).alias("focus"),
@@ -247,20 +305,19 @@ def term_pairs(
     ).drop("df", "ns_size")
     timed_terms = ranked.filter("timed")
     out = []
-    for d, c_min, floor in near_steps(scoring):
-        if c_min > 1:
+    for d, overlap_min, floor in near_steps(scoring):
+        if overlap_min > 1:
             continue
-        timed = timed_terms.filter(pl.col("pos") < prefix_length(pl.col("n_terms"), c_min))
+        timed = timed_terms.filter(in_prefix(overlap_min))
         offsets = [d] if focus is None or d == 0 else [-d, d]
         probe = timed.filter("focus").with_columns(
             (pl.col("bucket") + pl.lit(offsets, dtype=pl.List(pl.Int64))).alias("bucket")
         ).explode("bucket")
         out.append(_shared_key_pairs(probe, timed, ["namespace", "term", "bucket"], vectors, floor))
     for name in ("far", "untimed"):
-        c_min = routes[name][0]
-        if c_min > 1:
+        if overlaps[name] > 1:
             continue
-        entries = ranked.filter(pl.col("pos") < prefix_length(pl.col("n_terms"), c_min))
+        entries = ranked.filter(in_prefix(overlaps[name]))
         on = ["namespace", "term"]
         if name == "far":
             timed = entries.filter("timed")
@@ -290,22 +347,23 @@ def reference_pairs(memories: pl.DataFrame, focus: pl.Series | None) -> pl.DataF
 
 
 def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray:
-    """Per memory, the least cosine a pair sharing no term needs to qualify (inf: none can)."""
-    routes = route_bounds(scoring)
-    timed_floor = min(routes["near"][1], routes["untimed"][1])
+    """Per memory, the cosine from which the search finds its pairs (inf: none; see search_splits).
+
+    A pair is searched at the larger of its two ends' floors: timed ends at the timed split,
+    an untimed end at the untimed one.
+    """
+    splits = search_splits(scoring)
+    calibration = _calibration(scoring)
+    floor = {kind: math.inf if split is None else calibration.cosine_floor(split) for kind, split in splits.items()}
     timed = memories["timestamp"].is_not_null().to_numpy()
-    return np.where(timed, timed_floor, routes["untimed"][1]).astype(np.float64)
-
-
-def _blocks(n: int) -> Iterator[slice]:
-    for start in range(0, n, _BLOCK):
-        yield slice(start, min(n, start + _BLOCK))
+    return np.where(timed, floor["timed"], floor["untimed"]).astype(np.float64)
 
 
 def similarity_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
 ) -> pl.DataFrame:
-    """Pairs with cosine >= max(floor(a), floor(b)): an exact blocked range search (lowered thresholds only)."""
+    """Pairs with cosine >= max(floor(a), floor(b)) (lowered thresholds only): a range search per
+    namespace, exact while the namespace is smaller than `ann_min_memories` (transforms/link/neighbours.py)."""
     floor = semantic_floor(memories, scoring)
     searchable = floor <= 1.0 + _COS_SLACK
     if not searchable.any():
@@ -316,18 +374,11 @@ def similarity_pairs(
     for namespace in np.unique(namespaces[searchable]):
         members = np.flatnonzero(searchable & (namespaces == namespace))
         queries = members[focus_mask[members]]
-        base = embeddings[members]
-        for block in _blocks(len(queries)):
-            rows = queries[block]
-            sims = embeddings[rows] @ base.T
-            need = np.maximum(floor[rows][:, None], floor[members][None, :]) - _COS_SLACK
-            qi, bi = np.nonzero(sims >= need)
-            a, b = rows[qi], members[bi]
-            keep = a != b
-            found.append(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1))
-    if not found:
-        return pl.DataFrame(schema=PAIR_SCHEMA)
-    pairs = np.concatenate(found)
+        found.append(similar_pairs(
+            embeddings, members, queries, floor,
+            ann_min_memories=scoring.ann_min_memories, ann_probes=scoring.ann_probes,
+        ))
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
     return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).unique().cast(PAIR_SCHEMA)
 
 
@@ -336,26 +387,29 @@ def bounded_pairs(
 ) -> pl.DataFrame:
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
 
-    Once a pair is known, its cosine and temporal are cheap (numpy); only co_occurrence is
-    left unknown, bounded by min(|A|, |B|) / max(|A|, |B|). Pruning here keeps the SQL to
-    the pairs that may qualify.
+    Once a pair is known, its cosine (so its semantic component) and temporal are cheap
+    (numpy); only the term overlap is left unknown, bounded by min(w(A), w(B)) / max(w(A), w(B))
+    of the two memories' term weights; cross_reference is taken as silent (the larger score).
+    Pruning here keeps the SQL to the pairs that may qualify.
     """
     w = scoring.weights
+    calibration = _calibration(scoring)
     a = pairs["a_idx"].to_numpy()
     b = pairs["b_idx"].to_numpy()
-    n_terms = memories["terms"].list.len().to_numpy().astype(np.float64)
+    weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     keep = np.empty(len(a), dtype=bool)
+    cosines = pair_cosines(embeddings, a, b)
     for start in range(0, len(a), _CHUNK):
         ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
-        cos = np.einsum("ij,ij->i", embeddings[ia], embeddings[ib]) + _COS_SLACK
-        small, large = np.minimum(n_terms[ia], n_terms[ib]), np.maximum(n_terms[ia], n_terms[ib])
-        co = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
+        cos = cosines[start:start + _CHUNK] + _COS_SLACK
+        small, large = np.minimum(weight[ia], weight[ib]), np.maximum(weight[ia], weight[ib])
+        co = calibration.co_occurrence(np.divide(small, large, out=np.zeros_like(small), where=large > 0))
         gap = np.abs(stamps[ia] - stamps[ib])
         timed = ~np.isnan(gap)
         temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
-        total = w["semantic"] + w["co_occurrence"] + w["cross_reference"] + np.where(timed, w["temporal"], 0.0)
-        bound = w["semantic"] * np.clip(cos, 0.0, 1.0) + w["co_occurrence"] * co + w["temporal"] * temporal
+        total = w["semantic"] + w["co_occurrence"] + np.where(timed, w["temporal"], 0.0)
+        bound = w["semantic"] * calibration.semantic(np.clip(cos, 0.0, 1.0)) + w["co_occurrence"] * co + w["temporal"] * temporal
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(total > 0, bound / total, 0.0)
         keep[start:start + _CHUNK] = score >= scoring.min_correlation_score - _EPS * 1e3

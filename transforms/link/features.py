@@ -1,5 +1,9 @@
 """Per-memory evidence the classifier reads: references, negation, polarity, values, causal cues.
 
+Also `cites` (the memory cites anything: `refs`, or an id named in its text, so
+cross_reference can speak for its pairs) and `term_weights` (each term's rarity weight,
+aligned with `terms`, for the weighted co_occurrence).
+
 Every column depends only on its own memory (and, for `ref_ids`, on which ids exist),
 so a pair's type and reason stay pair-local like its score.
 """
@@ -12,7 +16,8 @@ import re
 import polars as pl
 import pyarrow as pa
 
-from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms
+from crosstier.transforms.link.calibration import common_term_weights
+from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms, latin_share
 from crosstier.transforms.link.terms import stem as _stem
 
 stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
@@ -20,7 +25,7 @@ stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every
 # Negation cues: particles, contractions, "lack"/"lacked" (lexical negation) and the contrastive
 # "rather than" / "instead of" ("grouped by area rather than by repository" negates "by repository").
 _NEGATION = re.compile(
-    r"\b(no longer|rather than|instead of|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
+    r"\b(no longer|rather than|instead of|no one|nobody|nothing|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
     r"|\b\w+(n['\u2019]t)\b",
     re.IGNORECASE,
 )
@@ -36,6 +41,11 @@ _ANTONYMS = (
     ("add", "remove"), ("include", "exclude"), ("start", "stop"), ("increase", "decrease"), ("agree", "disagree"),
     ("succeed", "fail"), ("pass", "fail"), ("true", "false"), ("open", "close"), ("always", "never"),
     ("keep", "drop"), ("install", "uninstall"), ("lock", "unlock"), ("public", "private"),
+    # states of the same subject that exclude each other (issue 12: "sitting/standing, indoors/outdoors, empty/full")
+    ("sit", "stand"), ("indoor", "outdoor"), ("inside", "outside"), ("full", "empty"),
+    ("early", "late"), ("asleep", "awake"), ("wet", "dry"), ("hot", "cold"), ("win", "lose"), ("present", "absent"),
+    ("alive", "dead"), ("happy", "sad"), ("cheap", "expensive"), ("fast", "slow"), ("loud", "quiet"),
+    ("online", "offline"), ("healthy", "sick"), ("visible", "hidden"), ("pass", "fail"), ("valid", "invalid"),
 )
 # stem -> [(group, sign)]
 POLARITY: dict[str, list[tuple[str, str]]] = {}
@@ -87,9 +97,13 @@ FEATURE_SCHEMA = {
     "polarity_flip": pl.List(pl.String),
     "vals": pl.List(pl.String),
     "subject_terms": pl.List(pl.String),
+    "exclusive": pl.List(pl.String),
     "named_terms": pl.List(pl.String),
     "causal_cue": pl.String,
     "cause_terms": pl.List(pl.String),
+    # false-contradiction filters (below): the text a copy shares, and what each stated value is about
+    "copy_text": pl.String,
+    "value_labels": pl.List(pl.String),
 }
 
 
@@ -169,6 +183,34 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     return cue, sorted(phrases), sorted(stated), sorted(scope)
 
 
+# Words that negate without a negation particle. They only widen a memory's negation scope (never
+# make a negated phrase of their own), so two texts that both reject a thing, one with "no more
+# black" and one with "black is gone", read as agreeing: precision only, no new conflicts.
+_LEXICAL_BEFORE = re.compile(
+    r"\b(?:replac(?:e|es|ed|ing)|reject(?:s|ed|ing)?|ban(?:s|ned)?|drop(?:s|ped)?|remov(?:e|es|ed|ing)|ditch(?:es|ed)?|"
+    r"abandon(?:s|ed)?|avoid(?:s|ed)?|forbid(?:s|den)?|deprecat(?:e|es|ed)|stop(?:s|ped)?\s+using)\b",
+    re.IGNORECASE,
+)
+_LEXICAL_AFTER = re.compile(
+    r"\b(?:is|are|was|were|been|be|now)\s+(?:now\s+)?(?:gone|banned|removed|dropped|deprecated|retired|forbidden|"
+    r"disabled|obsolete|dead)\b",
+    re.IGNORECASE,
+)
+
+
+def lexical_negation_scope(content: str) -> list[str]:
+    """Content words a lexical negation covers: the next two after "replaces", "rejects", "bans"...,
+    the last two before "is gone", "was removed", "is banned"... (within the clause)."""
+    scope = set()
+    for match in _LEXICAL_BEFORE.finditer(content):
+        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
+        scope.update(_content_words(clause)[:_NEGATED_PHRASE_WORDS])
+    for match in _LEXICAL_AFTER.finditer(content):
+        clause = re.split(r"[,;:!?]|\.(?!\w)", content[: match.start()])[-1]  # "round() is banned": brackets stay
+        scope.update(_content_words(clause)[-_NEGATED_PHRASE_WORDS:])
+    return sorted(scope)
+
+
 def causal_cue(content: str) -> tuple[str | None, list[str]]:
     """The first causal cue in the text and the terms on its cause side (after "because", before "led to")."""
     for match in _CUE.finditer(content):
@@ -188,14 +230,63 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
 
 
 def subject_terms(terms: list[str]) -> list[str]:
-    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their group."""
+    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their
+    group, the members of an exclusive group (a man / a woman, a dog / a cat) folded onto the group."""
     out = set()
     for term in terms:
         if any(ch.isdigit() for ch in term):
             continue
         groups = POLARITY.get(term)
-        out.update(group for group, _ in groups) if groups else out.add(term)
+        exclusive = EXCLUSIVE.get(term)
+        if groups:
+            out.update(group for group, _ in groups)
+        elif exclusive:
+            out.add(exclusive.split("=")[0])
+        else:
+            out.add(term)
     return sorted(out)
+
+
+# Agents and objects that cannot be one another in the same event ("a man" / "a woman" playing the
+# guitar, "a dog" / "a cat" chasing a ball): group -> member -> the words that name it.
+_EXCLUSIVE_GROUPS = {
+    "sex": {
+        "male": ("man", "men", "boy", "boys", "gentleman", "gentlemen", "guy", "guys"),
+        "female": ("woman", "women", "girl", "girls", "lady", "ladies"),
+    },
+    "animal": {
+        name: (name, name + "s") + extra
+        for name, extra in (("dog", ("puppy", "puppies")), ("cat", ("kitten", "kittens")), ("horse", ()), ("bird", ()),
+                            ("cow", ()), ("sheep", ()), ("goat", ()), ("monkey", ()), ("elephant", ()), ("lion", ()),
+                            ("tiger", ()), ("bear", ()), ("rabbit", ()), ("mouse", ("mice",)), ("snake", ()),
+                            ("duck", ()), ("chicken", ()), ("pig", ()), ("deer", ()), ("fox", ("foxes",)))
+    },
+}
+# word (and its stem) -> "group=member"
+EXCLUSIVE: dict[str, str] = {}
+for _group, _members in _EXCLUSIVE_GROUPS.items():
+    for _member, _words in _members.items():
+        for _word in _words:
+            EXCLUSIVE[_word] = EXCLUSIVE[stem(_word)] = f"{_group}={_member}"
+
+
+# Only an agent or object described as one ("a man", "the young woman", "two dogs"): "Alice's son" and
+# "her daughter" are people who may both exist, not two descriptions of one event.
+_DETERMINERS = frozenset(("a", "an", "the", "one", "two", "three", "four", "some", "several", "no"))
+
+
+def exclusive_marks(content: str) -> list[str]:
+    """'group=member' for each agent or object of an exclusive group the text names ("sex=male", "animal=dog").
+
+    Two statements about the same event whose members of a group do not meet (one names only
+    men, the other only women) cannot both be true; one that names both ("a man and a woman")
+    meets either, so it conflicts with neither.
+    """
+    words = _POLAR_WORD.findall(content.lower())
+    return sorted({
+        EXCLUSIVE[w] for i, w in enumerate(words)
+        if w in EXCLUSIVE and any(d in _DETERMINERS for d in words[max(0, i - 2):i])  # "a man", "the young man"
+    })
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
@@ -223,19 +314,68 @@ def mentioned_ids(content: str, ids: set[str]) -> list[str]:
     return sorted(found)
 
 
+# ---------------------------------------------------------------- false-contradiction filters
+# Dates, weekdays, clock times, counters and ids in boilerplate ("Nightly run — 13:00 UTC
+# (Sunday, June 14)", "heartbeat #113", "Day 14") are not values a statement can conflict on.
+_MONTH_NAMES = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_BOILERPLATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[tT ]\d{2}:\d{2}(?::\d{2})?Z?)?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AaPp]\.?[Mm]\.?)?"
+    r"|\b(?:" + "|".join(_WEEKDAYS) + r")s?\s*,?\s*" + _MONTH_NAMES + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b" + _MONTH_NAMES + r"\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTH_NAMES + r"\b(?:\s+\d{4})?"
+    r"|(?<=\()\s*(?:" + "|".join(_WEEKDAYS) + r")\b"
+    r"|\b(?:day|run|build|attempt|iteration|round|step|cycle|heartbeat|session|episode|issue|pr|ticket|job|batch|"
+    r"no|number|id|item|entry|task|beat|tick|check)\s*[#.]?\s*\d+\b",
+    re.IGNORECASE,
+)
+
+
+def without_boilerplate(content: str) -> str:
+    """The text with dates, weekdays beside a date, clock times, counters and ids cut out."""
+    return _BOILERPLATE.sub(" ", content)
+
+
+def value_labels(content: str) -> list[str]:
+    """'subject=label' for each stated value: the clause's first content word and the word after
+    the value ("Kanban board holds 16 ideas" -> "hold=Kanban ideas"), to say what changed."""
+    out = set()
+    text = without_boilerplate(content)
+    for match in _VALUE.finditer(text):
+        subject = _subject_before(text[: match.start()])
+        if subject is None:
+            continue
+        clause = _SUBJECT_CLAUSE_END.split(text[: match.start()])[-1]
+        words = [w for w in _SUBJECT_WORD.findall(clause) if w.lower() not in STOP_WORDS]
+        after = _SUBJECT_WORD.match(text[match.end():].lstrip())
+        second = after.group(0) if after else (words[-1] if len(words) > 1 else "")
+        label = " ".join(w for w in (words[0] if words else subject, second) if w)
+        out.add(f"{subject}={label}")
+    return sorted(out)
+
+
+def copy_text(content: str) -> str:
+    """The normalised text copies share (transforms/link/copies.py): identical ones never contradict."""
+    from crosstier.transforms.link.copies import normalised_text
+
+    return normalised_text(content)
+
+
 def _text_features(content: str, ids: set[str]) -> tuple:
     """The evidence that depends on the text alone (one call per distinct content)."""
     cue, negated, stated, scope = negated_terms(content)
+    scope = sorted(set(scope) | set(lexical_negation_scope(content)))
     marks = polarity_marks(content)
     flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
-    return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip, value_terms(content),
-            *causal_cue(content))
+    return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip,
+            value_terms(without_boilerplate(content)), *causal_cue(content), copy_text(content), value_labels(content))
 
 
 def link_features(memories: pl.DataFrame) -> pl.DataFrame:
     """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
     ids = set(memories["id"].to_list())
     rows = {name: [] for name in FEATURE_SCHEMA}
+    cites: list[bool] = []
     by_text: dict[str, tuple] = {}
     for mem_id, content, terms, refs, entities in zip(
         memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list(),
@@ -244,9 +384,11 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         text = by_text.get(content)
         if text is None:
             text = by_text[content] = _text_features(content, ids)
-        mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause = text
-        refs = {r for r in (refs or ()) if r in ids}
+        mentioned, cue, negated, stated, scope, marks, flip, values, causal, cause, copied, labels = text
+        refs_given = [r for r in (refs or ()) if r and r != mem_id]
+        refs = {r for r in refs_given if r in ids}
         rows["ref_ids"].append(sorted((refs | mentioned) - {mem_id}))
+        cites.append(bool(refs_given) or bool(mentioned - {mem_id}))
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
         rows["stated_terms"].append(stated)
@@ -255,12 +397,21 @@ def link_features(memories: pl.DataFrame) -> pl.DataFrame:
         rows["polarity_flip"].append(flip)
         rows["vals"].append(values)
         rows["subject_terms"].append(subject_terms(terms or []))
+        rows["exclusive"].append(exclusive_marks(content))
         rows["named_terms"].append(named_terms(content, entities, terms or []))
         rows["causal_cue"].append(causal)
         rows["cause_terms"].append(cause)
+        rows["copy_text"].append(copied)
+        rows["value_labels"].append(labels)
     # pyarrow builds list columns from Python lists ~10x faster than pl.Series
     return memories.with_columns(
-        pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
-                               else pa.large_string())).cast(dtype).alias(name)
-        for name, dtype in FEATURE_SCHEMA.items()
+        *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
+                                 else pa.large_string())).cast(dtype).alias(name)
+          for name, dtype in FEATURE_SCHEMA.items()),
+        pl.Series("cites", cites, dtype=pl.Boolean),
+        term_weights=pl.col("terms").list.eval(
+            pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
+        ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
+        # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
+        latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
     )

@@ -15,6 +15,8 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import copies
+from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
 from crosstier.transforms.link.features import link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -30,10 +32,16 @@ def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
     return {key: values[key] for key in sorted(set(_PARAM.findall(sql.load(name))))}
 
 
+def calibration_of(scoring: ScoringConfig) -> Calibration:
+    """The calibration the scoring settings name (the bundled one when they name none)."""
+    return load_calibration(scoring.calibration)
+
+
 def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
     """The SQL parameters of scoring and classification."""
     w = scoring.weights
     return {
+        "co_full": calibration_of(scoring).co_full,
         "w_semantic": w["semantic"],
         "w_co_occurrence": w["co_occurrence"],
         "w_temporal": w["temporal"],
@@ -45,6 +53,8 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "contradiction_min_overlap": scoring.contradiction_min_overlap,
         "sequence_max_hours": scoring.sequence_max_hours,
         "max_links": scoring.max_links_per_memory,
+        "min_model_script_share": scoring.min_model_script_share,
+        "unvouched_min_co_occurrence": scoring.unvouched_min_co_occurrence,
     }
 
 
@@ -74,7 +84,11 @@ def link_memories(memories: pl.DataFrame) -> pl.DataFrame:
 
 def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
     """Score the pairs (sql/pair_scores), keep and classify the links (sql/classified_links)."""
-    pairs = pairs.with_columns(pl.Series("cosine", pair_cosines(embeddings, pairs)))
+    cosines = pair_cosines(embeddings, pairs)
+    pairs = pairs.with_columns(
+        pl.Series("cosine", cosines, dtype=pl.Float64),
+        pl.Series("semantic", calibration_of(scoring).semantic(cosines), dtype=pl.Float64),
+    )
     values = scoring_params(scoring)
     con = duckdb.connect()
     try:
@@ -152,12 +166,61 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
-def capped_links(links: pl.DataFrame, max_links_per_memory: int) -> pl.DataFrame:
-    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept."""
+def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
+    """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
+
+    Where a fact or an episode has no timestamp, time cannot say which episode the fact was
+    drawn from, so the classifier names every such episode a possible origin (temporal is null
+    on those links). The strongest (score, then the episode's id) stays derives_from; the others
+    become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
+    set of scored links, like the cap, so an incremental run still equals a full one.
+    """
+    undated = (
+        (pl.col("relationship_type") == "derives_from")
+        & pl.col("temporal").is_null()
+        & ~(pl.col("cross_reference").fill_null(0.0) > 0)
+        & (pl.col("origin") == "discovered")
+    )
+    ranked = links.with_row_index("_row").with_columns(
+        pl.when(undated).then(pl.col("score")).alias("_undated_score")
+    )
+    order = ranked.filter(undated).sort(["source_id", "score", "target_id"], descending=[False, True, False])
+    demoted = order.filter(pl.int_range(pl.len()).over("source_id") > 0)["_row"]
+    demote = pl.col("_row").is_in(demoted.implode())
+    swapped = {
+        "source_id": pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
+        "source_tier": pl.when(demote).then(pl.col("target_tier")).otherwise(pl.col("source_tier")),
+        "target_id": pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
+        "target_tier": pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
+        "relationship_type": pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
+    }
+    return ranked.with_columns(**swapped).drop("_row", "_undated_score").sort("source_id", "target_id")
+
+
+def capped_links(
+    links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0
+) -> pl.DataFrame:
+    """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept.
+
+    With `memories` (id, tier, namespace, content, timestamp), copies are folded first
+    (transforms/link/copies.py): no links inside a copy group, one per group and other end,
+    and each copy linked to the next in time ("carried forward"), outside the cap. Then each
+    undated fact keeps one origin (with_undated_origins), and the cap applies.
+    """
+    links = links.cast(RELATIONSHIP_SCHEMA)
+    chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    if memories is not None and memories.height:
+        groups = copies.copy_groups(memories)
+        links = copies.collapsed_copy_links(links, groups)
+        chain = copies.carried_forward_links(memories, groups, tau_days)
+        chain = chain.join(links.select("source_id", "target_id"), on=["source_id", "target_id"], how="anti")
+        chain = chain.join(links.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
+                           on=["source_id", "target_id"], how="anti")
     if links.height == 0:
-        return links.cast(RELATIONSHIP_SCHEMA)
-    kept = _run("capped_links", {"links": links.cast(RELATIONSHIP_SCHEMA)}, {"max_links": max_links_per_memory})
-    return kept.cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id")
+        return chain.sort("source_id", "target_id")
+    links = with_undated_origins(links).cast(RELATIONSHIP_SCHEMA)
+    kept = _run("capped_links", {"links": links}, {"max_links": max_links_per_memory})
+    return pl.concat([kept.cast(RELATIONSHIP_SCHEMA), chain]).sort("source_id", "target_id")
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:

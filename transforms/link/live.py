@@ -7,10 +7,10 @@ merge), so the live view equals what a batch run over the same stores publishes.
 new here is only the bookkeeping of which memories a micro-batch touches:
 
 - changed: new, edited (fingerprint differs) or deleted memories; their pairs are scored again;
-- affected: changed memories and every memory that had or now has a scored link with one;
-  only their top-k lists can change, so only links with an end in `affected` are re-capped.
-A link's fate under the cap depends on the full lists of its two ends, so the cap runs over
-every scored link at an affected memory or at a neighbour of one.
+- affected: changed memories and every memory one of whose published (capped) links
+  appeared, went or changed; a reader gets all of their rows again.
+The cap (with copy folding and one undated origin per fact) runs over all scored links, as
+in the batch run: copy groups and origins reach past a memory's neighbours.
 """
 
 from __future__ import annotations
@@ -125,17 +125,18 @@ def focused_links(features: pl.DataFrame, vectors: np.ndarray, scoring: ScoringC
     return (pl.concat(frames) if frames else links.empty_scored_links()), pairs
 
 
-def recapped(previous_capped: pl.DataFrame, scored: pl.DataFrame, affected: set[str], max_links: int) -> pl.DataFrame:
-    """The capped links after a change: rows between two unaffected memories as they were,
-    rows at an affected memory capped again over every link of both their ends."""
-    if not affected:
-        return previous_capped
-    near = touching(scored, affected)
-    neighbourhood = affected | _ids(near)
-    fresh = touching(links.capped_links(touching(scored, neighbourhood), max_links), affected)
-    wanted = pl.Series(sorted(affected), dtype=pl.String).implode()
-    kept = previous_capped.filter(~pl.col("source_id").is_in(wanted) & ~pl.col("target_id").is_in(wanted))
-    return pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
+def changed_ends(before: pl.DataFrame, after: pl.DataFrame) -> set[str]:
+    """Ends of the link rows that differ between two capped frames (any column but run_id)."""
+    columns = [c for c in RELATIONSHIP_SCHEMA.names() if c != "run_id"]
+    a, b = before.cast(RELATIONSHIP_SCHEMA).select(columns), after.cast(RELATIONSHIP_SCHEMA).select(columns)
+    gone = a.join(b, on=columns, how="anti", nulls_equal=True)
+    came = b.join(a, on=columns, how="anti", nulls_equal=True)
+    return _ids(gone) | _ids(came)
+
+
+def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """The batch run's cap over every scored link (copies folded, undated origins, top k)."""
+    return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
 
 
 def relinked(
@@ -156,14 +157,13 @@ def relinked(
     features = refreshed_features(index.features, memories, changed)
     if not touched:
         return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
-    before = touching(index.scored, touched)
     kept = incremental.kept_links(index.scored, touched)
     fresh, pairs = focused_links(features, vectors, scoring, changed)
     # kept has no end in touched and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
-    affected = touched | _ids(before) | _ids(fresh)
-    capped = recapped(index.capped, scored, affected, scoring.max_links_per_memory)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, capped, features), changed, deleted, affected, pairs)
+    after = capped(scored, memories, scoring)
+    affected = touched | changed_ends(index.capped, after)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:

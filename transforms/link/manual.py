@@ -6,6 +6,7 @@ import json
 
 import polars as pl
 
+from crosstier.core.vocabulary import NOT_RELATED
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA, RELATIONSHIP_TYPES
 
 MANUAL_REASON = "Manual link"
@@ -13,7 +14,8 @@ MANUAL_REASON = "Manual link"
 
 def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: str) -> tuple[pl.DataFrame, list[tuple[int, str]]]:
     """Relationship rows for the log records whose two ends exist in one namespace; the latest
-    record on a pair wins. Also returns (line, why) for records left out of this publish
+    record on a pair wins (a `not_related` label is a row of that type, for merged_relationships
+    to drop the pair; it is never published). Also returns (line, why) for records left out of this publish
     (they stay in the log and come back when their memories do)."""
     where = {row[0]: (row[1], row[2]) for row in memories.select("id", "tier", "namespace").iter_rows()}
     latest: dict[tuple[str, str], dict] = {}
@@ -21,7 +23,7 @@ def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: st
     for record in records:
         line = record.get("_line", 0)
         source, target, kind = record.get("source_id"), record.get("target_id"), record.get("relationship_type")
-        if kind not in RELATIONSHIP_TYPES:
+        if kind not in RELATIONSHIP_TYPES and kind != NOT_RELATED:
             skipped.append((line, f"unknown relationship type {kind!r}"))
             continue
         missing = [i for i in (source, target) if i not in where]
@@ -38,6 +40,9 @@ def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: st
     rows = []
     for record in latest.values():
         source, target = record["source_id"], record["target_id"]
+        if record["relationship_type"] == NOT_RELATED:
+            rows.append({"source_id": source, "target_id": target, "relationship_type": NOT_RELATED, "origin": "manual"})
+            continue
         score = record.get("score")
         rows.append(
             {
@@ -59,10 +64,12 @@ def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: st
 
 
 def merged_relationships(discovered: pl.DataFrame, manual: pl.DataFrame) -> pl.DataFrame:
-    """Discovered links with every pair that has a manual link replaced by it."""
+    """Discovered links with every pair that has a manual record replaced by it: a manual link
+    takes the pair's place, a `not_related` label leaves the pair without a link."""
     pair = pl.min_horizontal("source_id", "target_id") + pl.lit("\x1f") + pl.max_horizontal("source_id", "target_id")
     manual_pairs = manual.select(pair.alias("pair")).get_column("pair")
     kept = discovered.filter(~pair.is_in(manual_pairs.implode()))
+    manual = manual.filter(pl.col("relationship_type") != NOT_RELATED)
     return pl.concat([kept.select(RELATIONSHIP_SCHEMA.names()), manual.select(RELATIONSHIP_SCHEMA.names())]).sort(
         "source_id", "target_id", "relationship_type"
     )

@@ -67,9 +67,44 @@ def stem(word: str) -> str:
     return word
 
 
-def key_terms(text: str) -> set[str]:
-    """Stemmed content words of the text, stop words and words under three letters removed."""
+# Chinese, Japanese and Korean: no spaces between words, so a run of these characters gives its
+# character bigrams (a lone character counts alone), the usual dependency-free index for CJK
+# text; bigrams holding a function character (的, 了, は, 이 ...) say nothing and are left out.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK_FUNCTION = frozenset(
+    "的了是在也就都而及与與着著或我你他她它们們这這那有不个個为為以之于於吗嗎呢吧啊把被从從到对對很还還让讓给給"
+    "のはがをにでともへやかなだですますしたいるこそあ"
+    "이가은는을를에의도로와과하다고서"
+)
+
+
+def cjk_terms(text: str) -> set[str]:
+    """Character bigrams of each run of Chinese, Japanese or Korean characters (a lone character alone)."""
     out = set()
+    for run in _CJK_RUN.findall(text):
+        if len(run) == 1:
+            if run not in _CJK_FUNCTION:
+                out.add(run)
+            continue
+        for i in range(len(run) - 1):
+            pair = run[i:i + 2]
+            if pair[0] not in _CJK_FUNCTION and pair[1] not in _CJK_FUNCTION:
+                out.add(pair)
+    return out
+
+
+def latin_share(text: str) -> float:
+    """Share of the text's letters in Latin script: how far an English model can read it (1.0 without letters)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return 1.0
+    return sum(1 for ch in letters if ch.isascii() or "\u00c0" <= ch <= "\u024f") / len(letters)
+
+
+def key_terms(text: str) -> set[str]:
+    """Stemmed content words of the text, stop words and words under three letters removed;
+    CJK text gives character bigrams."""
+    out = cjk_terms(text)
     for word in _WORD.findall(text.lower()):
         word = word.split("'")[0]
         if len(word) >= 3 and word not in STOP_WORDS:

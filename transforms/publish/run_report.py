@@ -67,9 +67,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"embedded: {summary.get('embedded', 0)} new, {summary.get('cached', 0)} from cache",
         f"memories rescored: {summary.get('changed', 0)} changed, {summary.get('deleted', 0)} deleted",
         f"pairs scored: {summary.get('pairs_scored', 0)}",
+        *([f"calibration: {summary['calibration']}"] if summary.get("calibration") else []),
         "links: " + (", ".join(f"{k} {v}" for k, v in sorted(links.items())) or "none") + f" (total {summary.get('relationships', 0)})",
         "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()) + f" (total {summary.get('seconds', 0):.2f})",
     ]
+    lines += [f"warning: {warning}" for warning in summary.get("warnings", [])]
     return lines
 
 

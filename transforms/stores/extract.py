@@ -30,6 +30,7 @@ from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, TIERS
 
 RAW_PREVIEW_CHARS = 4000  # a reject keeps this much of the raw record: enough to find and fix it
 MAX_ID_CHARS = 512
+_BATCH_ROWS = 16_384  # rows read, checked and held as Python objects at a time
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class RawRecord:
     raw: str
     fields: dict[str, Any] | None = None
     error: str | None = None
+    vector: int | None = None  # its provided vector's row in the BulkVectors read before it
 
 
 @dataclass
@@ -268,11 +270,22 @@ def canonical_memory(fields: dict[str, Any], store: StoreConfig, location: str, 
 
 
 def validated_records(records: Iterable[RawRecord], store: StoreConfig, max_content_bytes: int) -> StoreExtract:
-    """Raw records of one store -> memories and rejects (every record lands in exactly one)."""
+    """Raw records of one store -> memories and rejects (every record lands in exactly one).
+
+    A record may come with its provided vector already checked in bulk (`BulkVectors`, by the
+    Parquet and JSONL readers): its fields then lack the vector, which joins the row at the end
+    as one column, so no vector passes through Python floats."""
     rows: list[dict[str, Any]] = []
     rejects: list[dict[str, str]] = []
+    bulk_rows: list[int] = []  # per accepted row: its vector's row in the bulk vectors, or -1
+    bulk: list[pl.Series] = []
+    base = total = 0  # where the latest bulk vectors start, and how many there are in all
     read = 0
     for record in records:
+        if isinstance(record, BulkVectors):
+            bulk.append(record.vectors)
+            base, total = total, total + record.vectors.len()
+            continue
         read += 1
         if record.error is not None:
             rejects.append({"store": store.name, "location": record.location, "raw": _preview(record.raw), "reason": record.error})
@@ -283,8 +296,45 @@ def validated_records(records: Iterable[RawRecord], store: StoreConfig, max_cont
             rejects.append({"store": store.name, "location": record.location, "raw": _preview(record.raw), "reason": str(exc)})
             continue
         rows.append({**row, "_raw": _preview(record.raw)})
-    memories = pl.DataFrame(rows, schema={**MEMORY_SCHEMA, "_raw": pl.String}) if rows else pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
+        bulk_rows.append(base + record.vector if record.vector is not None else -1)
+    schema = {**MEMORY_SCHEMA, "_raw": pl.String}
+    memories = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    if total and rows:
+        where = pl.Series(bulk_rows, dtype=pl.Int64)
+        vectors = pl.concat(bulk).cast(pl.List(pl.Float32)).gather(where.clip(0, None))
+        memories = memories.with_columns(_bulk=vectors, _where=where).with_columns(
+            embedding=pl.when(pl.col("_where") >= 0).then(pl.col("_bulk")).otherwise(pl.col("embedding"))
+        ).drop("_bulk", "_where")
     return StoreExtract(store.name, memories, pl.DataFrame(rejects, schema=REJECT_SCHEMA), read)
+
+
+# ---------------------------------------------------------------- vectors in bulk
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class BulkVectors:
+    """Provided vectors read as one column, for the records that follow it (their `vector` indexes it)."""
+
+    vectors: pl.Series
+
+
+def bulk_vector_ok(vectors: pl.Series) -> pl.Series:
+    """Per row, whether a list of numbers passes the embedding rule as it stands: non-empty,
+    every item a finite number that float32 holds. The rest (null, empty, NaN, huge) go
+    through `_embedding` one by one, which says why, so the bulk check changes no verdict."""
+    finite = vectors.list.eval(pl.element().is_not_null() & pl.element().is_finite() & (pl.element().abs() <= _FLOAT32_MAX)).list.all()
+    return (vectors.is_not_null() & (vectors.list.len() > 0) & finite).fill_null(False)
+
+
+def _numeric_list(dtype: pl.DataType) -> bool:
+    """A list of integers or float32/float64: what Python reads as int and float items, which
+    the embedding rule accepts (decimals and halves it does not, so they go per record)."""
+    if not isinstance(dtype, (pl.List, pl.Array)):
+        return False
+    inner = dtype.inner
+    return inner.is_integer() or inner in (pl.Float32, pl.Float64)
 
 
 # ---------------------------------------------------------------- adapters
@@ -305,39 +355,88 @@ def _store_files(store: StoreConfig) -> list[Path]:
     return [path]
 
 
-def jsonl_line_record(line: bytes, location: str) -> RawRecord | None:
-    """One JSONL line -> a record (or one with its error); None for a blank line. The
-    watcher (`ctc watch`) parses appended lines with it, so both paths read alike."""
-    if not line.strip():
-        return None
-    try:
-        text = line.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
-        return RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})")
-    try:
-        fields = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}")
-    except RecursionError:
-        return RawRecord(location, text, error="not valid JSON: nested too deeply")
-    if not isinstance(fields, dict):
-        return RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}")
-    return RawRecord(location, text, fields)
+def _jsonl_batches(path: Path) -> Iterator[list[tuple[int, bytes]]]:
+    """(line number, bytes) of the non-blank lines of a .jsonl or .jsonl.gz file, _BATCH_ROWS at a time."""
+    opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
+    batch: list[tuple[int, bytes]] = []
+    with opener(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                batch.append((number, line))
+                if len(batch) == _BATCH_ROWS:
+                    yield batch
+                    batch = []
+    if batch:
+        yield batch
 
 
-def jsonl_records(store: StoreConfig) -> Iterator[RawRecord]:
-    """One record per non-blank line of each file (.jsonl or .jsonl.gz)."""
+def jsonl_records(store: StoreConfig) -> Iterator[RawRecord | BulkVectors]:
+    """One record per non-blank line of each file (.jsonl or .jsonl.gz).
+
+    Provided vectors (lists of numbers) are taken out of the parsed lines and checked in bulk
+    (`BulkVectors` before the records that use them); a line that holds JSON true/false
+    anywhere keeps its vector in its fields, since a bulk list would read a boolean as 1.0."""
+    column = store.embedding_column or "embedding"
     for path in _store_files(store):
-        opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
         try:
-            with opener(path, "rb") as handle:
-                for number, line in enumerate(handle, start=1):
-                    record = jsonl_line_record(line, f"{path.name}:{number}")
-                    if record is not None:
-                        yield record
+            for lines in _jsonl_batches(path):
+                yield from jsonl_line_records(lines, path.name, column)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
+
+
+def jsonl_line_records(lines: list[tuple[int, bytes]], file_name: str, column: str) -> Iterator[RawRecord | BulkVectors]:
+    """Records of numbered non-blank JSONL lines of one file (their vectors checked in bulk).
+    The watcher (`ctc watch`) parses appended lines with it, so both paths read alike."""
+    records: list[RawRecord] = []
+    lists: list[list] = []
+    for number, line in lines:
+        location = f"{file_name}:{number}"
+        try:
+            text = line.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            records.append(RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})"))
+            continue
+        try:
+            fields = json.loads(text)
+        except json.JSONDecodeError as exc:
+            records.append(RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        except RecursionError:
+            records.append(RawRecord(location, text, error="not valid JSON: nested too deeply"))
+            continue
+        if not isinstance(fields, dict):
+            records.append(RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}"))
+            continue
+        value = fields.get(column)
+        if type(value) is list and value and b"true" not in line and b"false" not in line:
+            records.append(RawRecord(location, text, fields, vector=len(lists)))
+            lists.append(value)
+        else:
+            records.append(RawRecord(location, text, fields))
+    yield from _with_bulk_vectors(records, lists, column)
+
+
+def _with_bulk_vectors(records: list[RawRecord], lists: list[list], column: str) -> Iterator[RawRecord | BulkVectors]:
+    """The records, their bulk-readable vectors checked as one column first; a record whose
+    vector fails the bulk check (or all of them, when the lists do not form one numeric
+    column) gets its vector back in its fields, for the per-record rule to judge."""
+    try:
+        vectors = pl.Series("v", lists, dtype=pl.List(pl.Float64), strict=True)
+        ok = bulk_vector_ok(vectors).to_list()
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        vectors, ok = pl.Series("v", [], dtype=pl.List(pl.Float64)), [False] * len(lists)
+    yield BulkVectors(vectors)
+    for record in records:
+        if record.vector is None:
+            yield record
+        elif ok[record.vector]:
+            fields = dict(record.fields)
+            del fields[column]
+            yield RawRecord(record.location, record.raw, fields, vector=record.vector)
+        else:
+            yield RawRecord(record.location, record.raw, record.fields)
 
 
 def _json_default(value: Any) -> Any:
@@ -346,19 +445,45 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def parquet_records(store: StoreConfig) -> Iterator[RawRecord]:
-    """One record per row of each Parquet file, read in record batches."""
+def parquet_records(store: StoreConfig) -> Iterator[RawRecord | BulkVectors]:
+    """One record per row of each Parquet file, read in record batches.
+
+    A numeric list column of provided vectors is checked in bulk (`BulkVectors`) and left out
+    of each row's fields and raw text (the raw says how many numbers it held); rows whose
+    vector fails the bulk check get it back in their fields for the per-record rule."""
     import pyarrow.parquet as pq
 
+    column = store.embedding_column or "embedding"
     for path in _store_files(store):
         try:
             parquet = pq.ParquetFile(path)
             row = 0
-            for batch in parquet.iter_batches(batch_size=10_000):
-                for fields in batch.to_pylist():
+            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS):
+                vectors = None
+                if column in batch.schema.names:
+                    as_series = pl.from_arrow(batch.column(column))
+                    if isinstance(as_series, pl.Series) and _numeric_list(as_series.dtype):
+                        vectors = as_series.cast(pl.List(pl.Float64))
+                        batch = batch.drop_columns([column])
+                if vectors is None:
+                    for fields in batch.to_pylist():
+                        row += 1
+                        raw = json.dumps(fields, default=_json_default, ensure_ascii=False)
+                        yield RawRecord(f"{path.name}:row {row}", raw, fields)
+                    continue
+                ok = bulk_vector_ok(vectors).to_list()
+                sizes = vectors.list.len().to_list()
+                yield BulkVectors(vectors)
+                for i, fields in enumerate(batch.to_pylist()):
                     row += 1
-                    raw = json.dumps(fields, default=_json_default, ensure_ascii=False)
-                    yield RawRecord(f"{path.name}:row {row}", raw, fields)
+                    location = f"{path.name}:row {row}"
+                    if ok[i]:  # the vector is valid: the raw text names it rather than spelling it out
+                        raw = json.dumps({**fields, column: f"<{sizes[i]} numbers>"}, default=_json_default, ensure_ascii=False)
+                        yield RawRecord(location, raw, fields, vector=i)
+                    else:
+                        vector = vectors[i]
+                        fields = {**fields, column: None if vector is None else vector.to_list()}
+                        yield RawRecord(location, json.dumps(fields, default=_json_default, ensure_ascii=False), fields)
         except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError) on corrupt files
             raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
 
@@ -424,7 +549,7 @@ def _markdown_records(store: StoreConfig) -> Iterator[RawRecord]:
     if not root.is_dir():
         raise ExtractError(f"store '{store.name}': markdown workspace folder not found: {root}")
     try:
-        for location, raw, fields, error in markdown_records(root, store.name):
+        for location, raw, fields, error in markdown_records(root, store.name, store.timezone):
             yield RawRecord(location, raw, fields, error)
     except OSError as exc:
         raise ExtractError(f"store '{store.name}': cannot read workspace {root}: {exc}") from exc
@@ -437,7 +562,7 @@ def _postgres_records(store: StoreConfig) -> Iterator[RawRecord]:
         yield RawRecord(location, raw, fields, error)
 
 
-ADAPTERS: dict[str, Callable[[StoreConfig], Iterator[RawRecord]]] = {
+ADAPTERS: dict[str, Callable[[StoreConfig], Iterator[RawRecord | BulkVectors]]] = {
     "jsonl": jsonl_records,
     "parquet": parquet_records,
     "markdown": _markdown_records,

@@ -19,11 +19,12 @@ import polars as pl
 from crosstier.core.config import StoreConfig
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.stores.extract import (
+    BulkVectors,
     RawRecord,
     StoreExtract,
     _store_files,
     extract_store,
-    jsonl_line_record,
+    jsonl_line_records,
     validated_records,
     with_vector_length,
 )
@@ -60,7 +61,7 @@ def tailed(store: StoreConfig) -> bool:
     return store.kind == "jsonl" and not str(store.path or "").endswith(".gz")
 
 
-def appended_records(path: Path, tail: FileTail | None) -> tuple[list[RawRecord], FileTail] | None:
+def appended_records(path: Path, tail: FileTail | None, column: str = "embedding") -> tuple[list[RawRecord | BulkVectors], FileTail] | None:
     """Records of the complete lines written after `tail` (all of them without one), and the
     new tail; None when the file was replaced or cut since (read it again whole). A last
     line without its newline is left for the next call: it may still be being written."""
@@ -84,12 +85,12 @@ def appended_records(path: Path, tail: FileTail | None) -> tuple[list[RawRecord]
         new_head = handle.read(min(_GUARD, offset))
         handle.seek(max(0, offset - _GUARD))
         new_before = handle.read(offset - max(0, offset - _GUARD))
-    records = []
+    numbered = []
     for line in data[:end].split(b"\n")[:-1]:
         number += 1
-        record = jsonl_line_record(line + b"\n", f"{path.name}:{number}")
-        if record is not None:
-            records.append(record)
+        if line.strip():
+            numbered.append((number, line + b"\n"))
+    records = list(jsonl_line_records(numbered, path.name, column)) if numbered else []
     return records, FileTail(stat.st_ino, offset, number, new_head, new_before)
 
 
@@ -112,7 +113,7 @@ def read_whole(store: StoreConfig, max_content_bytes: int, dim: int | None, batc
         return FollowedStore(store, prepared_extract(extract_store(store, max_content_bytes), dim, batch))
     records, tails = [], {}
     for path in _store_files(store):
-        result = appended_records(path, None)
+        result = appended_records(path, None, store.embedding_column or "embedding")
         assert result is not None  # no tail: never a replaced file
         records += result[0]
         tails[path] = result[1]
@@ -133,7 +134,7 @@ def refreshed(followed: FollowedStore, max_content_bytes: int, dim: int | None, 
     records, tails = [], dict(followed.tails)
     for path in paths:
         try:
-            result = appended_records(path, followed.tails.get(path))
+            result = appended_records(path, followed.tails.get(path), store.embedding_column or "embedding")
         except FileNotFoundError:
             result = None
         if result is None:
