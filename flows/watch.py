@@ -33,7 +33,7 @@ from crosstier.transforms.publish import snapshot as publish
 
 STOP = threading.Event()  # set by SIGTERM/SIGINT (the CLI) or a test: the watcher ends after its batch
 CHECKPOINT_EVERY = 16  # deltas: a reader reads at most this many besides the latest checkpoint
-SNAPSHOT_TABLES = ("memories", "relationships", "embeddings", "fingerprints", "scored_links")
+SNAPSHOT_TABLES = ("memories", "relationships", "embeddings", "fingerprints", "scored_links", "rejects")
 
 
 def watched_paths(settings: Settings, catalog: Catalog) -> list[Path]:

@@ -20,6 +20,7 @@ DELTAS_DIR = "deltas"  # transforms/publish/delta.py writes them; the read side 
 CHECKPOINT_MARK = "checkpoint"
 OVERLAID = {"memories": "live_memories", "relationships": "live_relationships"}
 PASSED_THROUGH = ("tier_distribution", "tier_links", "rejects", "runs")
+REJECTS_FILE = "rejects.parquet"  # in a delta only when the rejects changed: then all of them
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
 
 
@@ -53,6 +54,10 @@ def overlaid_connection(database: Path, snapshot_dir: Path, names: tuple[str, ..
         for table, query in OVERLAID.items():
             con.execute(f"create view {table} as {sql.load(query)}")
         tables = {row[0] for row in con.execute("select table_name from duckdb_tables() where database_name = 'snap'").fetchall()}
+        with_rejects = [folder / REJECTS_FILE for folder in folders if (folder / REJECTS_FILE).exists()]
+        if with_rejects:  # the latest delta that carries rejects holds all of them
+            con.execute("create table rejects as select * from read_parquet($file)", {"file": str(with_rejects[-1])})
+            tables.discard("rejects")
         for table in PASSED_THROUGH:
             if table in tables:
                 con.execute(f"create view {table} as select * from snap.{table}")

@@ -47,6 +47,7 @@ class WatchState:
     batch: int
     base_run: str
     content_vectors: np.ndarray | None = None  # each memory's own vector, before session context
+    rejects: pl.DataFrame | None = None  # the rejects readers see now (store, location, raw, reason)
     memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
     linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
 
@@ -121,6 +122,25 @@ def manual_frame(path: Path, memories: pl.DataFrame, run_id: str) -> pl.DataFram
     return manual_relationships(records, memories, run_id)[0]
 
 
+REJECT_COLUMNS = ("store", "location", "raw", "reason")
+
+
+def same_rejects(a: pl.DataFrame | None, b: pl.DataFrame) -> bool:
+    """Do two reject frames hold the same rows (in any order, run_id aside)?"""
+    if a is None:
+        return False
+    key = list(REJECT_COLUMNS)
+    return a.select(key).sort(key, nulls_last=True).equals(b.select(key).sort(key, nulls_last=True))
+
+
+def with_rejects(state: WatchState, delta: Delta, rejects: pl.DataFrame) -> tuple[WatchState, Delta]:
+    """The delta carries every current reject when they differ from what readers see."""
+    if same_rejects(state.rejects, rejects):
+        return state, delta
+    current = rejects.select(REJECT_COLUMNS).with_columns(run_id=pl.lit(state.base_run))
+    return replace(state, rejects=current), replace(delta, rejects=current)
+
+
 def stepped(state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fingerprints: pl.DataFrame, vectors: np.ndarray, manual_log_path: Path, settings: Settings) -> tuple[WatchState, Delta, dict[str, Any]]:
     """Link the current memories against the state's index and build the delta."""
     published = published_memories(memories)
@@ -157,7 +177,8 @@ def checkpoint_delta(state: WatchState) -> Delta:
     present = set(memories.get_column("id").to_list())
     linked = set(state.linked_since)
     rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
-    return delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
+    delta = delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
+    return replace(delta, rejects=state.rejects)
 
 
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:
@@ -169,7 +190,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     stores = dict(state.stores)
     for name in changed:
         stores[name] = refreshed(stores[name], settings.max_content_bytes, dim, batch)
-    memories, _rejects = current_memories(stores)
+    memories, rejects = current_memories(stores)
     index = state.index
     texts = hashed_texts(memories, index.texts)
     old_texts = index.texts.select("id", pl.col("text_hash").alias("_old"))
@@ -186,6 +207,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     vectors = context_vectors(memories, contents)
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
+    new_state, delta = with_rejects(new_state, delta, rejects)
     stats.update(vector_stats, seconds=round(time.perf_counter() - start, 4), batch=batch)
     return Step(new_state, delta, stats)
 
@@ -198,7 +220,7 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     `snapshot`: its tables `memories`, `relationships`, `embeddings`, `fingerprints`, `scored_links`."""
     dim = embed.model_dim(settings.embedding.model)
     stores = {store.name: read_whole(store, settings.max_content_bytes, dim, 0) for store in settings.stores}
-    memories, _rejects = current_memories(stores)
+    memories, rejects = current_memories(stores)
     empty_texts = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
     texts = hashed_texts(memories, empty_texts)
     fingerprints = incremental.memory_fingerprints(memories, texts)
@@ -214,7 +236,8 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     if set(snapshot_memories.columns) == set(published.columns):
         snapshot_memories = snapshot_memories.select(published.columns).cast(published.schema)
     manual = snapshot["relationships"].filter(pl.col("origin") == "manual").cast(RELATIONSHIP_SCHEMA)
-    state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents)
+    state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents, snapshot["rejects"])
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
+    new_state, delta = with_rejects(new_state, delta, rejects)
     stats.update(vector_stats, batch=0)
     return Step(new_state, delta, stats)

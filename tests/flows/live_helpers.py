@@ -75,3 +75,13 @@ def view_memory_ids(out: Path) -> list[str]:
     ids = sorted(row["id"] for row in open_snapshot(out).query("select id from memories"))
     close_all()
     return ids
+
+
+def view_rejects(out: Path) -> list[tuple]:
+    """The rejects a reader of the warehouse sees (store, location, raw, reason), sorted."""
+    from crosstier.retrieval.snapshot import close_all, open_snapshot
+
+    close_all()
+    rows = open_snapshot(out).query("select store, location, raw, reason from rejects")
+    close_all()
+    return sorted(tuple(row.values()) for row in rows)

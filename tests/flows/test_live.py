@@ -13,7 +13,7 @@ import pytest
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import load_settings
 from crosstier.retrieval.live import delta_names
-from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rows, write_lines
+from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rejects, view_rows, write_lines
 
 pytest.importorskip("prefect")
 
@@ -69,6 +69,8 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     assert stats["upserted"] == 3 and stats["embedded"] == 0
     before = view_rows(out)
     assert before == batch_rows(config, tmp_path / "batch1")
+    assert [r[1] for r in view_rejects(out)] == ["notes.jsonl:13"]  # the hostile line, as the batch run rejects it
+    assert view_rejects(out) == view_rejects(tmp_path / "batch1")
 
     # a memory on topic 0 written at m006's hour outranks m006's links (closer in time): one drops out of its top 2
     write_lines(store, [memory(12, topic=0, noise=0.0, hour=6)])

@@ -4,7 +4,8 @@ A delta is a folder `<snapshot>/deltas/<seq>/` with three Parquet files:
 - `memories`: the memory rows it adds or replaces (published columns, plus `seq`);
 - `changes`: one row per id it touches: `memory` ('upsert', 'delete' or null: the row is
   unchanged) and `links` (true: every relationship row at this id is the delta's);
-- `relationships`: every published relationship row with an end among its `links` ids.
+- `relationships`: every published relationship row with an end among its `links` ids;
+- `rejects` (only when they changed): every current reject, replacing the snapshot's.
 It is written into `.<seq>.partial` and renamed into place, so a reader lists all of a
 delta or none. Every so often the watcher writes a checkpoint instead: a delta holding
 everything changed since the snapshot (marked by a `checkpoint` file inside it), so a
@@ -38,10 +39,11 @@ class Delta:
     memories: pl.DataFrame
     changes: pl.DataFrame
     relationships: pl.DataFrame
+    rejects: pl.DataFrame | None = None  # all current rejects, when they changed
 
     @property
     def empty(self) -> bool:
-        return self.changes.height == 0
+        return self.changes.height == 0 and self.rejects is None
 
 
 def deltas_dir(snapshot_dir: Path) -> Path:
@@ -79,6 +81,12 @@ def delta_frames(memories: pl.DataFrame, upserted: set[str], deleted: set[str], 
     return Delta(memories.filter(pl.col("id").is_in(wanted)), changes, relationships)
 
 
+def _write(frame: pl.DataFrame, path: Path) -> None:
+    frame.write_parquet(path)
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
 def publish_delta(snapshot_dir: Path, delta: Delta, seq: int, *, checkpoint: bool = False) -> Path:
     """Write the delta as `<snapshot>/deltas/<seq>/` in one rename; returns the folder.
     A checkpoint (everything since the snapshot) is marked as one."""
@@ -89,11 +97,9 @@ def publish_delta(snapshot_dir: Path, delta: Delta, seq: int, *, checkpoint: boo
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     for table in DELTA_TABLES:
-        frame = getattr(delta, table).with_columns(seq=pl.lit(seq, dtype=pl.Int64))
-        path = staging / f"{table}.parquet"
-        frame.write_parquet(path)
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
+        _write(getattr(delta, table).with_columns(seq=pl.lit(seq, dtype=pl.Int64)), staging / f"{table}.parquet")
+    if delta.rejects is not None:
+        _write(delta.rejects, staging / "rejects.parquet")
     if checkpoint:
         (staging / CHECKPOINT_MARK).write_bytes(b"")
     fsync_dir(staging)
