@@ -136,6 +136,11 @@ def test_with_auto_discover_off_memories_are_recorded_not_linked(tmp_path, monke
     assert stats["pairs_scored"] == 0
     assert view_memory_ids(out) == [f"m{i:03d}" for i in range(1, 8)]  # recorded: readers find them
     assert view_rows(out) == [r for r in before if "m000" not in r[:2]]  # not linked; m000's links gone
+    from crosstier.retrieval.adhoc import run_sql
+
+    assert run_sql("select count(*) from memories where id in ('m006', 'm007', 'm000')", out=out)[1] == [(2,)]  # ctc sql too
+    with pytest.raises(Exception, match="disabled|external"):
+        run_sql(f"select * from read_csv('{store}')", out=out)  # shut off from other files like the snapshot's sandbox
 
 
 def _apply(records: list[dict], op: tuple, next_id: int) -> tuple[list[dict], bool]:
