@@ -79,6 +79,7 @@ def synthetic_relationships(memories: pl.DataFrame, links_per_memory: float = 2.
             "co_occurrence": np.round(rng.random(n), 4),
             "temporal": np.round(rng.random(n), 4),
             "cross_reference": np.zeros(n),
+            "cosine": np.round(rng.random(n), 4),
             "reason": np.where(types == "contradicts", "Conflicting statements", "Content similarity"),
             "origin": np.where(rng.random(n) < 0.02, "manual", "discovered"),
             "namespace": "default",
