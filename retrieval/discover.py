@@ -35,7 +35,7 @@ def discover_links(
 ) -> list[dict[str, Any]]:
     """Links of the new memory, strongest first, from its point of view: [{target_id,
     target_snippet, target_tier, relationship_type, direction, score, semantic, co_occurrence, temporal,
-    cross_reference, reason}]. Only memories of its namespace (default "default") that the
+    cross_reference, cosine, reason}]. Only memories of its namespace (default "default") that the
     principal may read take part; targets are limited to the search_space tiers; at most
     max_links_per_memory discovered links, as a run would keep. A memory_id already in the
     snapshot is scored as an edit of that memory."""
@@ -111,6 +111,7 @@ def discover_links(
             "co_occurrence": link["co_occurrence"],
             "temporal": link["temporal"],
             "cross_reference": link["cross_reference"],
+            "cosine": link["cosine"],
             "reason": link["reason"],
             "metadata": json.loads(link["metadata"]) if link.get("metadata") else None,
         })

@@ -96,7 +96,12 @@ def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | Non
     catalog = Catalog(warehouse(out, settings))
     key = catalog.root
     for attempt in range(3):
-        files, identity = _current_files(catalog)
+        try:
+            files, identity = _current_files(catalog)
+        except NoSnapshotError:
+            if attempt == 2 or not catalog.current.is_symlink():
+                raise
+            continue  # the folder it resolved to was pruned by later publishes: resolve again
         with _LOCK:
             current = _OPEN.get(key)
             if current is not None and current.identity == identity:

@@ -1,6 +1,7 @@
 -- purpose: the four score components of each candidate pair and the weighted score (DESIGN.md, Scoring)
 -- grain: one row per candidate pair (a_idx < b_idx, so a_id < b_id), both ends in one namespace
--- inputs: pairs(a_idx, b_idx, cosine: exact, semantic: the calibrated map of the cosine, both from numpy),
+-- inputs: pairs(a_idx, b_idx, cosine: exact, semantic: the calibrated map of the cosine, both from numpy;
+--         shared_weight: the rarity weight of the terms both have, links.shared_term_weights),
 --         link_memories(idx, id, namespace, timestamp, terms, term_weights, ref_ids, cites)
 -- Each component is evidence on a 0-1 scale. co_occurrence is the rarity-weighted Jaccard of
 -- the two term sets, full at $co_full. A component that cannot speak is null and drops out,
@@ -9,7 +10,7 @@
 with
 
 pairs as (
-    select a_idx, b_idx, cosine, semantic from pairs
+    select a_idx, b_idx, cosine, semantic, shared_weight from pairs
 ),
 
 memories as not materialized (
@@ -28,9 +29,7 @@ joined as (
         a.timestamp as a_ts,
         b.timestamp as b_ts,
         -- rarity weight of the shared terms, and of each side's terms
-        coalesce(list_sum(list_transform(
-            list_zip(a.terms, a.term_weights), lambda x: case when list_contains(b.terms, x[1]) then x[2] else 0.0 end
-        )), 0.0) as shared_weight,
+        p.shared_weight,
         coalesce(list_sum(a.term_weights), 0.0) as a_weight,
         coalesce(list_sum(b.term_weights), 0.0) as b_weight,
         a.cites or b.cites as cites,

@@ -195,3 +195,15 @@ def test_page_reads_the_snapshot_read_only(snapshot):
         assert build_dashboard(snapshot).is_file()
     finally:
         reader.close()
+
+
+def test_reliability_chart_shows_the_calibrations_measured_share_per_score_bucket(snapshot):
+    from crosstier.transforms.link.calibration import load_calibration
+
+    data = payload(build_dashboard(snapshot).read_text(encoding="utf-8"))
+    bars = data["figures"]["chart-reliability"]["data"][0]
+    measured = [(b, n, t) for b, n, t in load_calibration(None).reliability if n]
+    assert measured, "the bundled calibration carries its measured curve"
+    assert bars["x"] == [b for b, _, _ in measured]
+    assert bars["y"] == [pytest.approx(t / n, abs=1e-4) for _, n, t in measured]
+    assert all(0.0 <= y <= 1.0 for y in bars["y"])

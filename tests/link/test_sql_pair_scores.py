@@ -13,7 +13,7 @@ import pytest
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import load_calibration, term_weight, weighted_overlap
-from crosstier.transforms.link.links import _params, link_memories, scoring_params
+from crosstier.transforms.link.links import _params, link_memories, scoring_params, shared_term_weights
 from links_helpers import at, memories
 
 
@@ -22,6 +22,7 @@ def pair_scores(frame: pl.DataFrame, cosine: float, scoring: ScoringConfig = Sco
     lm = link_memories(frame)
     semantic = float(load_calibration(scoring.calibration).semantic(cosine))
     pairs = pl.DataFrame({"a_idx": [0], "b_idx": [1], "cosine": [cosine], "semantic": [semantic]})
+    pairs = pairs.with_columns(shared_term_weights(lm, pairs))
     con = duckdb.connect()
     con.register("pairs", pairs.to_arrow())
     con.register("link_memories", lm.drop("idx_in").to_arrow())

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+
 import duckdb
 import polars as pl
 import pytest
@@ -60,3 +64,76 @@ def test_old_snapshots_pruned_and_leftovers_cleaned(tmp_path):
     (tmp_path / "snapshots" / ".run9.partial").mkdir()
     assert cleanup_leftovers(catalog) == 2
     assert current_snapshot_dir(catalog).name == "run3"
+
+
+def test_one_switch_makes_the_whole_snapshot_current_and_the_fixed_paths_follow_it(tmp_path):
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a"]), catalog, "run1", parquet_only={"embeddings": pl.DataFrame({"id": ["a"]})}, record={"run_id": "run1", "status": "published"})
+    files = catalog.current_snapshot()
+    assert os.readlink(catalog.current) == "snapshots/run1" and files.dir == tmp_path / "snapshots" / "run1"
+    assert sorted(p.name for p in files.dir.iterdir()) == ["correlations.duckdb", "embeddings.parquet", "memories.parquet", "rejects.parquet", "relationships.parquet", "run.json"]
+    assert json.loads(files.run_record.read_text()) == {"run_id": "run1", "status": "published"}
+    # the old paths stay: fixed links through `current`, made once
+    assert os.readlink(catalog.database) == "current/correlations.duckdb" and os.readlink(catalog.parquet_dir) == "current"
+    publish_snapshot(tables(["a", "b"]), catalog, "run2")
+    assert os.readlink(catalog.database) == "current/correlations.duckdb"
+    assert pl.read_parquet(catalog.parquet("memories")).height == 2
+    con = duckdb.connect(str(catalog.database), read_only=True)
+    assert con.execute("select count(*) from memories").fetchall() == [(2,)]
+    con.close()
+    with pytest.raises(FileExistsError, match="live one"):
+        publish_snapshot(tables(["a"]), catalog, "run2")
+
+
+def test_a_warehouse_of_the_older_layout_is_read_then_switched_over(tmp_path):
+    """Before `current` existed: correlations.duckdb was a file at the top and parquet/ a link."""
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a"]), catalog, "old")
+    old_dir = catalog.current_snapshot().dir
+    shutil.copyfile(old_dir / "correlations.duckdb", tmp_path / "legacy.duckdb")
+    for path in (catalog.current, catalog.database, catalog.parquet_dir):
+        path.unlink()
+    catalog.parquet_dir.symlink_to("snapshots/old")
+    (tmp_path / "legacy.duckdb").rename(catalog.database)
+    (old_dir / "correlations.duckdb").unlink()
+    (old_dir / "run.json").unlink()
+    legacy = catalog.current_snapshot()
+    assert legacy.database == catalog.database and legacy.dir == old_dir
+    assert read_snapshot_table(catalog, "memories").height == 1
+    publish_snapshot(tables(["a", "b", "c"]), catalog, "new")
+    assert catalog.database.is_symlink() and catalog.current_snapshot().run_id == "new"
+    con = duckdb.connect(str(catalog.database), read_only=True)
+    assert con.execute("select count(*) from memories").fetchall() == [(3,)]
+    con.close()
+
+
+def test_a_snapshot_folder_left_by_a_run_killed_before_its_switch_is_replaced(tmp_path):
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a"]), catalog, "run1")
+    stale = tmp_path / "snapshots" / "run2"
+    stale.mkdir()
+    (stale / "memories.parquet").write_bytes(b"half")
+    publish_snapshot(tables(["a", "b"]), catalog, "run2")
+    assert read_snapshot_table(catalog, "memories").height == 2
+
+
+def test_a_reader_whose_resolved_snapshot_was_pruned_resolves_current_again(tmp_path, monkeypatch):
+    from crosstier.core.catalog import SnapshotFiles
+    from crosstier.retrieval.snapshot import close_all, open_snapshot
+
+    catalog = Catalog(tmp_path)
+    publish_snapshot(tables(["a", "b"]), catalog, "run1")
+    gone = tmp_path / "snapshots" / "pruned"
+    real, calls = Catalog.current_snapshot, []
+
+    def first_a_pruned_one(self):
+        calls.append(1)
+        return SnapshotFiles(gone, gone / "correlations.duckdb") if len(calls) == 1 else real(self)
+
+    monkeypatch.setattr(Catalog, "current_snapshot", first_a_pruned_one)
+    snapshot = open_snapshot(tmp_path)
+    try:
+        assert snapshot.run_id == "run1" and len(calls) == 2
+        assert snapshot.query("select count(*) as n from memories") == [{"n": 2}]
+    finally:
+        close_all()

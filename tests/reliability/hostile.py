@@ -209,7 +209,7 @@ def accepted_matches_input(memories, inputs: list[dict]) -> None:
         if row["embedding"] is not None:
             vectors = []
             for r in candidates:
-                vector = r.get("embedding")
+                vector = _as_written(r.get("embedding"))
                 if isinstance(vector, str):
                     try:
                         vector = json.loads(vector)

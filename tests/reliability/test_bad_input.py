@@ -40,7 +40,7 @@ from reliability.hostile import (
     contents,
 )
 from reliability.pgserver import fresh_database, server_dsn, table_fingerprint
-from crosstier.transforms.stores.extract import ExtractError, StoreExtract, combined_extracts, extract_store, stored_vector, with_vector_length
+from crosstier.transforms.stores.extract import ExtractError, StoreExtract, bulk_vector_ok, combined_extracts, extract_store, stored_vector, with_vector_length
 from crosstier.transforms.schema import REJECT_SCHEMA
 
 INVALID_UTF8 = [b"caf\xe9", b"\xff\xfe", b"\xc3", b"ok\xed\xa0\x80surrogate", b"\xf4\x90\x80\x80"]
@@ -106,6 +106,16 @@ def test_a_vector_of_the_wrong_length_for_the_model_is_a_reject():
     assert checked.memories.get_column("id").to_list() == ["a", "c"]
     assert checked.rejects.rows() == [("m", "m:2", "rb", "field 'embedding' has 3 values but the embedding model makes 2-dim vectors (set EMBEDDING_MODEL to the model that made them)")]
     assert checked.records_read == checked.memories.height + checked.rejects.height
+
+
+@BOUNDED
+@given(vectors=st.lists(st.lists(st.sampled_from(FLOAT64_EDGES) | st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6), min_size=1, max_size=8))
+@example(vectors=[[1e20] * 4, [1e-20] * 3, [FLOAT32_MAX, 0.0], [1.8e19] * 2])
+def test_the_bulk_vector_check_passes_only_what_the_per_record_rule_accepts(vectors):
+    ok = bulk_vector_ok(pl.Series("v", vectors, dtype=pl.List(pl.Float64))).to_list()
+    for vector, passed in zip(vectors, ok):
+        if passed:
+            stored_vector(vector)  # must not raise: the bulk path may not accept what the rule refuses
 
 
 # ---------------------------------------------------------------- jsonl, jsonl.gz
@@ -431,7 +441,8 @@ def test_postgres_hostile_rows(pg_database, monkeypatch, recs, blobs, times, tab
             with pytest.raises(ExtractError, match="store 'postgres-store': .*SQL_ASCII database takes ASCII"):
                 extract_store(store, LIMIT)
         else:
-            check_extract(store, len(rows))
+            written = [dict(zip([c for c, _, _, _ in columns], params)) for params in rows]  # as stored
+            check_extract(store, len(rows), written)
         assert table_fingerprint(dsn, name) == before, "extraction changed the table"
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:

@@ -21,11 +21,9 @@ SETUP_EPISODE = "ep-2026-11-05-002"  # 'CREATE EXTENSION vector done' on search_
 
 
 @pytest.fixture(scope="module")
-def out(request) -> Path:
-    try:
-        return Path(request.getfixturevalue("sample_snapshot"))
-    except pytest.FixtureLookupError:
-        pytest.skip("the sample_snapshot fixture (tests/conftest.py) is not there yet")
+def out(sample_snapshot) -> Path:
+    """The sample run's warehouse (a missing or failing fixture is an error here, never a skip)."""
+    return Path(sample_snapshot)
 
 
 @pytest.fixture(scope="module")

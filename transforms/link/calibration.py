@@ -46,6 +46,8 @@ class Calibration:
     co_full: float
     model: str
     source: str = BUNDLED
+    # Measured on a labelled set: (score bucket, labelled pairs scored in it, true links among them).
+    reliability: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -104,7 +106,11 @@ def calibration_from_dict(doc: dict, source: str) -> Calibration:
         raise CalibrationError(f"{source}: semantic_knots must span cosine 0..1 with values in [0, 1]")
     if not 0.0 < co_full <= 1.0:
         raise CalibrationError(f"{source}: co_full must be in (0, 1], got {co_full}")
-    return Calibration(knots, co_full, str(doc.get("model", "")), source)
+    try:
+        reliability = tuple((str(b), int(n), int(t)) for b, n, t in doc.get("reliability", ()))
+    except (TypeError, ValueError) as exc:
+        raise CalibrationError(f"{source}: reliability must be [[bucket, pairs, true], ...] ({exc})") from None
+    return Calibration(knots, co_full, str(doc.get("model", "")), source, reliability)
 
 
 def load_calibration(path: str | None = None) -> Calibration:

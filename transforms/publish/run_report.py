@@ -27,6 +27,7 @@ RUNS_SCHEMA = pl.Schema(
         "changed": pl.Int64,
         "deleted": pl.Int64,
         "embedding_model": pl.String,
+        "calibration": pl.String,
         "settings_fingerprint": pl.String,
         "stage_seconds": pl.String,
         "links_by_type": pl.String,

@@ -98,8 +98,10 @@ def publish_snapshot(
     snapshots = catalog.snapshots_dir
     snapshots.mkdir(parents=True, exist_ok=True)
     snapshot_dir = catalog.snapshot_dir(run_id)
-    if snapshot_dir.exists():
-        raise FileExistsError(f"snapshot {snapshot_dir} exists already: run ids must be unique")
+    live = current_snapshot_dir(catalog)
+    if live is not None and live.name == run_id:
+        raise FileExistsError(f"snapshot {run_id} is the live one: a publish needs a new run id")
+    shutil.rmtree(snapshot_dir, ignore_errors=True)  # a run killed before its switch: never live
     staging = snapshots / f".{run_id}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
@@ -116,12 +118,11 @@ def publish_snapshot(
     os.replace(staging, snapshot_dir)
     fsync_dir(snapshots)
     step("renamed the snapshot folder")
-    previous = current_snapshot_dir(catalog)
     switch_link(catalog.current, Path("snapshots") / run_id)  # THE switch: everything at once
     step(SWITCHED)
     link_fixed_paths(catalog)
     step("linked the fixed paths")
-    _prune_snapshots(snapshots, keep={snapshot_dir.name, previous.name if previous else ""})
+    _prune_snapshots(snapshots, keep={snapshot_dir.name, live.name if live else ""})
     step("pruned old snapshots")
     return Published(run_id, catalog.database, snapshot_dir, {name: frame.height for name, frame in tables.items()})
 

@@ -311,6 +311,10 @@ def validated_records(records: Iterable[RawRecord], store: StoreConfig, max_cont
 # ---------------------------------------------------------------- vectors in bulk
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+# Sums of squares (in float64) whose float32 norm is surely finite and non-zero: below 1e38
+# a float32 accumulation cannot reach its max (3.4e38); above 1e-30 some square is far above
+# float32's smallest subnormal (1.4e-45) for any length up to 1e14.
+_SAFE_SUM_OF_SQUARES = (1e-30, 1e38)
 
 
 @dataclass(frozen=True)
@@ -321,11 +325,15 @@ class BulkVectors:
 
 
 def bulk_vector_ok(vectors: pl.Series) -> pl.Series:
-    """Per row, whether a list of numbers passes the embedding rule as it stands: non-empty,
-    every item a finite number that float32 holds. The rest (null, empty, NaN, huge) go
-    through `_embedding` one by one, which says why, so the bulk check changes no verdict."""
+    """Per row, whether a list of numbers surely passes the embedding rule: non-empty, every
+    item a finite number that float32 holds, and a sum of squares well inside float32's range
+    (its norm cannot overflow, nor underflow to zero, in any summation order). The rest (null,
+    empty, NaN, huge, near either edge) go through `stored_vector` one by one, which decides
+    exactly and says why, so the bulk check changes no verdict."""
     finite = vectors.list.eval(pl.element().is_not_null() & pl.element().is_finite() & (pl.element().abs() <= _FLOAT32_MAX)).list.all()
-    return (vectors.is_not_null() & (vectors.list.len() > 0) & finite).fill_null(False)
+    squares = vectors.list.eval(pl.element().cast(pl.Float64).pow(2)).list.sum()
+    inside = (squares > _SAFE_SUM_OF_SQUARES[0]) & (squares < _SAFE_SUM_OF_SQUARES[1])
+    return (vectors.is_not_null() & (vectors.list.len() > 0) & finite & inside).fill_null(False)
 
 
 def _numeric_list(dtype: pl.DataType) -> bool:
