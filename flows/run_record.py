@@ -21,6 +21,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
+from crosstier.core.writer_lock import writer_lock
 from crosstier.transforms.embed.text import CONTEXT_WEIGHT
 from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
@@ -102,9 +103,11 @@ class RunRecord:
 
     @contextmanager
     def recorded(self) -> Iterator[None]:
-        """A run that raises is appended to the run log as failed, then the error goes on."""
+        """A run that raises is appended to the run log as failed, then the error goes on.
+        The run holds the warehouse's writer lock throughout: a watcher waits for it."""
         try:
-            yield
+            with writer_lock(self.catalog.root):
+                yield
         except BaseException as exc:
             failed = datetime.now(timezone.utc)
             self.summary.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=failed.isoformat(), seconds=(failed - self.started).total_seconds())

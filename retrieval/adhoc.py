@@ -15,6 +15,7 @@ import duckdb
 
 from crosstier import sql
 from crosstier.core.config import Settings
+from crosstier.retrieval.live import delta_names, overlaid_connection
 from crosstier.retrieval.snapshot import close_snapshot, open_snapshot
 
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
@@ -33,6 +34,17 @@ def run_sql(
     """(column names, rows) of one query on the current snapshot. duckdb.Error propagates
     (a write on the read-only database, a syntax error, ...)."""
     snapshot = open_snapshot(out, settings)
+    deltas = delta_names(snapshot.files.dir)
+    if principal is None and deltas:
+        # a watcher's deltas: the overlay (its tables loaded first), then shut off like the rest
+        close_snapshot(snapshot)
+        con = overlaid_connection(snapshot.files.database, snapshot.files.dir, deltas)
+        try:
+            for name, value in SANDBOX.items():
+                con.execute(f"set {name} = {str(value).lower()}")
+            return _result(con.execute(query))
+        finally:
+            con.close()
     if principal is None:
         # DuckDB allows one configuration per file and process: the shared read connection
         # steps aside (the next read reopens it) for the sandboxed one.

@@ -18,6 +18,7 @@ from crosstier import sql
 from crosstier.core.catalog import Catalog, SnapshotFiles
 from crosstier.core.config import ConfigError, Settings, load_settings, settings_from_dict
 from crosstier.retrieval.errors import NoSnapshotError
+from crosstier.retrieval.live import delta_names, overlaid_connection
 
 _LOCK = threading.Lock()
 _OPEN: dict[Path, "Snapshot"] = {}
@@ -85,7 +86,8 @@ def _current_files(catalog: Catalog) -> tuple[SnapshotFiles, tuple]:
         raise NoSnapshotError(
             f"no snapshot in {catalog.root}: {catalog.database.name} is missing (run `ctc run` first, or pass --out)"
         ) from None
-    return files, (str(files.dir), stat.st_ino, stat.st_size, stat.st_mtime_ns, files.run_id)
+    # the live deltas (`ctc watch`) are part of the version: a new one reopens the view
+    return files, (str(files.dir), stat.st_ino, stat.st_size, stat.st_mtime_ns, delta_names(files.dir), files.run_id)
 
 
 def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | None = None) -> Snapshot:
@@ -105,7 +107,11 @@ def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | Non
             if current is not None and current.identity == identity:
                 return current
             try:
-                con = duckdb.connect(str(files.database), read_only=True)
+                deltas = identity[-2]
+                if deltas:
+                    con = overlaid_connection(files.database, files.dir, deltas)
+                else:
+                    con = duckdb.connect(str(files.database), read_only=True)
             except duckdb.IOException:
                 if attempt == 2:
                     raise

@@ -19,6 +19,7 @@ COMMANDS = {
     "report": ("crosstier.cli.cmd_read", "markdown report for one memory"),
     "sql": ("crosstier.cli.cmd_read", "ad-hoc read-only SQL on the snapshot"),
     "dashboard": ("crosstier.cli.cmd_dashboard", "rebuild the HTML dashboard from the snapshot"),
+    "watch": ("crosstier.cli.cmd_watch", "follow the stores and link each new memory live"),
     "serve": ("crosstier.cli.cmd_serve", "serve the flow on a cron schedule"),
     "cache": ("crosstier.cli.cmd_cache", "inspect or clear the embedding cache"),
     "calibrate": ("crosstier.cli.cmd_calibrate", "fit the score calibration from your labels (manual links, not_related, refs)"),

@@ -404,36 +404,42 @@ def jsonl_records(store: StoreConfig) -> Iterator[RawRecord | BulkVectors]:
     for path in _store_files(store):
         try:
             for lines in _jsonl_batches(path):
-                records: list[RawRecord] = []
-                lists: list[list] = []
-                for number, line in lines:
-                    location = f"{path.name}:{number}"
-                    try:
-                        text = line.decode("utf-8").rstrip("\r\n")
-                    except UnicodeDecodeError as exc:
-                        raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
-                        records.append(RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})"))
-                        continue
-                    try:
-                        fields = _parsed_line(line, text)
-                    except json.JSONDecodeError as exc:
-                        records.append(RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}"))
-                        continue
-                    except RecursionError:
-                        records.append(RawRecord(location, text, error="not valid JSON: nested too deeply"))
-                        continue
-                    if not isinstance(fields, dict):
-                        records.append(RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}"))
-                        continue
-                    value = fields.get(column)
-                    if type(value) is list and value and b"true" not in line and b"false" not in line:
-                        records.append(RawRecord(location, text, fields, vector=len(lists)))
-                        lists.append(value)
-                    else:
-                        records.append(RawRecord(location, text, fields))
-                yield from _with_bulk_vectors(records, lists, column)
+                yield from jsonl_line_records(lines, path.name, column)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise ExtractError(f"store '{store.name}': cannot read {path}: {exc}") from exc
+
+
+def jsonl_line_records(lines: list[tuple[int, bytes]], file_name: str, column: str) -> Iterator[RawRecord | BulkVectors]:
+    """Records of numbered non-blank JSONL lines of one file (their vectors checked in bulk).
+    The watcher (`ctc watch`) parses appended lines with it, so both paths read alike."""
+    records: list[RawRecord] = []
+    lists: list[list] = []
+    for number, line in lines:
+        location = f"{file_name}:{number}"
+        try:
+            text = line.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            records.append(RawRecord(location, raw, error=f"invalid UTF-8 ({exc.reason} at byte {exc.start})"))
+            continue
+        try:
+            fields = _parsed_line(line, text)
+        except json.JSONDecodeError as exc:
+            records.append(RawRecord(location, text, error=f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        except RecursionError:
+            records.append(RawRecord(location, text, error="not valid JSON: nested too deeply"))
+            continue
+        if not isinstance(fields, dict):
+            records.append(RawRecord(location, text, error=f"a line must hold a JSON object, got {type(fields).__name__}"))
+            continue
+        value = fields.get(column)
+        if type(value) is list and value and b"true" not in line and b"false" not in line:
+            records.append(RawRecord(location, text, fields, vector=len(lists)))
+            lists.append(value)
+        else:
+            records.append(RawRecord(location, text, fields))
+    yield from _with_bulk_vectors(records, lists, column)
 
 
 def _with_bulk_vectors(records: list[RawRecord], lists: list[list], column: str) -> Iterator[RawRecord | BulkVectors]:

@@ -1,0 +1,233 @@
+"""The live path end to end: `ctc watch` over a snapshot of N memories, then appends at a
+steady rate and in one burst; how soon a reader sees each appended memory.
+
+The N base memories come from bench/corpus.py with their synthetic vectors as provided
+embeddings (a Parquet store: no model time for the base); the appended ones are the
+corpus's next memories as real text in a JSONL store, embedded by the model as they come.
+A reader thread polls `find_correlations` (the Python API) for every pending id; a few
+appends are also polled through `ctc correlations ID` (a new process per poll, as a user's).
+
+    .venv/bin/python bench/live.py --n 100000
+    .venv/bin/python bench/live.py --n 10000 --rate 10 --seconds 20 --burst 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import polars as pl  # noqa: E402
+
+from bench.corpus import generate_corpus  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def record(row: dict) -> str:
+    out = {k: v for k, v in row.items() if k != "embedding" and v is not None}
+    if row.get("timestamp") is not None:
+        out["timestamp"] = row["timestamp"].isoformat()
+    return json.dumps(out)
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process and its children (the watcher's Prefect server too)."""
+    total = 0
+    for status in [Path(f"/proc/{pid}/status")] + [Path(f"/proc/{c}/status") for c in children(pid)]:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+class Reader(threading.Thread):
+    """Polls find_correlations for every pending id; records when each became visible."""
+
+    def __init__(self, out: Path):
+        super().__init__(daemon=True)
+        self.out = out
+        self.pending: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self.linked: set[str] = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def add(self, memory_id: str, written: float) -> None:
+        with self.lock:
+            self.pending[memory_id] = written
+
+    def run(self) -> None:
+        from crosstier.retrieval import find_correlations
+        from crosstier.retrieval.errors import UnknownMemoryError
+
+        while not self.stop.is_set():
+            with self.lock:
+                pending = list(self.pending.items())
+            for memory_id, written in pending:
+                try:
+                    found = find_correlations(memory_id, out=self.out)
+                except UnknownMemoryError:
+                    continue
+                now = time.monotonic()
+                with self.lock:
+                    self.seen[memory_id] = now - written
+                    self.pending.pop(memory_id, None)
+                if found["total_found"]:
+                    self.linked.add(memory_id)
+            time.sleep(0.01)
+
+    def wait_all(self, ids: list[str], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if all(i in self.seen for i in ids):
+                    return True
+            time.sleep(0.02)
+        return False
+
+
+def cli_latency(out: Path, memory_id: str, written: float, timeout: float = 60) -> float:
+    """Seconds from the append until `ctc correlations ID` finds the memory."""
+    deadline = written + timeout
+    while time.monotonic() < deadline:
+        done = subprocess.run([sys.executable, "-m", "crosstier.cli", "correlations", memory_id, "--out", str(out), "--json"], capture_output=True, text=True)
+        if done.returncode == 0:
+            return time.monotonic() - written
+    return float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000, help="memories in the snapshot")
+    parser.add_argument("--rate", type=float, default=10.0, help="steady appends per second")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the steady phase lasts")
+    parser.add_argument("--burst", type=int, default=1000, help="memories appended at once in the burst phase")
+    parser.add_argument("--cli", type=int, default=5, help="appends also polled through `ctc correlations`")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    steady = int(args.rate * args.seconds)
+    extra = steady + args.burst + args.cli
+    memories, vectors = generate_corpus(args.n + extra, seed=0)
+    base = memories.head(args.n).with_columns(embedding=pl.Series(vectors[: args.n].tolist(), dtype=pl.List(pl.Float32)))
+    appended = memories.slice(args.n).to_dicts()
+
+    work = args.out or Path(tempfile.mkdtemp(prefix="ctc-bench-live-"))
+    work.mkdir(parents=True, exist_ok=True)
+    base.write_parquet(work / "base.parquet")
+    live_store = work / "live.jsonl"
+    live_store.write_text("")
+    config = work / "correlator.toml"
+    config.write_text(
+        '[output]\ndir = "warehouse"\n'
+        '[[stores]]\nname = "base"\nkind = "parquet"\npath = "base.parquet"\n'
+        '[[stores]]\nname = "live"\nkind = "jsonl"\npath = "live.jsonl"\n'
+    )
+    out = work / "warehouse"
+    log = open(work / "watch.log", "w")
+    started = time.monotonic()
+    watcher = subprocess.Popen([sys.executable, "-m", "crosstier.cli", "watch", "--config", str(config)], stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True).start()
+    while True:
+        line = lines.get(timeout=3600)
+        if "watching" in line:
+            break
+    startup = time.monotonic() - started
+    print(f"watcher ready after {startup:.1f}s (catch-up run over {args.n} memories, model loaded)", flush=True)
+
+    reader = Reader(out)
+    reader.start()
+    rss = [rss_mib(watcher.pid)]
+    try:
+        with open(live_store, "a", encoding="utf-8") as handle:
+            # steady: one memory every 1/rate seconds
+            ids = []
+            begin = time.monotonic()
+            for i, row in enumerate(appended[:steady]):
+                target = begin + i / args.rate
+                time.sleep(max(0.0, target - time.monotonic()))
+                handle.write(record(row) + "\n")
+                handle.flush()
+                reader.add(row["id"], time.monotonic())
+                ids.append(row["id"])
+                if i % 20 == 0:
+                    rss.append(rss_mib(watcher.pid))
+            reader.wait_all(ids, 120)
+            latencies = [reader.seen[i] for i in ids if i in reader.seen]
+            print(f"steady: {len(latencies)}/{len(ids)} visible, p50 {percentile(latencies, 50):.3f}s p99 {percentile(latencies, 99):.3f}s, linked {len(reader.linked & set(ids))}", flush=True)
+
+            # through the command line
+            cli = []
+            for row in appended[steady : steady + args.cli]:
+                handle.write(record(row) + "\n")
+                handle.flush()
+                cli.append(cli_latency(out, row["id"], time.monotonic()))
+            print(f"ctc correlations: {', '.join(f'{c:.2f}s' for c in cli)}", flush=True)
+
+            # burst: all at once, one write
+            burst = appended[steady + args.cli :]
+            written = time.monotonic()
+            handle.write("".join(record(row) + "\n" for row in burst))
+            handle.flush()
+            for row in burst:
+                reader.add(row["id"], written)
+            burst_ids = [row["id"] for row in burst]
+            reader.wait_all(burst_ids, 600)
+            last = max(reader.seen.get(i, float("nan")) for i in burst_ids)
+            rss.append(rss_mib(watcher.pid))
+            print(f"burst: {len(burst_ids)} memories visible after {last:.2f}s", flush=True)
+    finally:
+        reader.stop.set()
+        watcher.terminate()
+        try:
+            watcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(watcher.pid, 9)
+        log.close()
+
+    load = open("/proc/loadavg").read().split()[:3]
+    print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli}")
+    print(
+        "RESULT "
+        f"n={args.n} startup_s={startup:.1f} appends={len(latencies)} "
+        f"api_p50_s={percentile(latencies, 50):.3f} api_p99_s={percentile(latencies, 99):.3f} "
+        f"cli_p50_s={percentile([c for c in cli if c == c], 50):.3f} "
+        f"burst={len(burst_ids)} burst_per_s={len(burst_ids) / last:.1f} "
+        f"watcher_rss_mib={max(rss):.0f} loadavg={'/'.join(load)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

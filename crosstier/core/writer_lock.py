@@ -1,0 +1,27 @@
+"""One writer at a time per warehouse: a batch run and a watcher (`ctc watch`) take the same
+lock, so one waits while the other publishes. fcntl.flock: the kernel drops it when its
+holder dies, even by SIGKILL, so a crash never leaves the warehouse locked."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+LOCK_NAME = ".writer.lock"
+
+
+@contextmanager
+def writer_lock(root: str | os.PathLike) -> Iterator[Path]:
+    """Hold the warehouse's writer lock (waiting for it if need be); yields the lock file."""
+    folder = Path(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

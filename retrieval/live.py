@@ -1,0 +1,69 @@
+"""Snapshot plus live deltas: the connection a reader gets while a watcher (`ctc watch`)
+publishes deltas beside the snapshot.
+
+An in-memory DuckDB with the snapshot's file attached read-only as `snap`, the deltas'
+Parquet files loaded as tables, and views named like the snapshot's tables (`memories`,
+`relationships`, ...) that overlay them (sql/live_memories.sql, sql/live_relationships.sql),
+so every read query runs unchanged. No polars, Prefect or torch here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from crosstier import sql
+
+DELTAS_DIR = "deltas"  # transforms/publish/delta.py writes them; the read side only lists
+CHECKPOINT_MARK = "checkpoint"
+OVERLAID = {"memories": "live_memories", "relationships": "live_relationships"}
+PASSED_THROUGH = ("tier_distribution", "tier_links", "rejects", "runs")
+REJECTS_FILE = "rejects.parquet"  # in a delta only when the rejects changed: then all of them
+VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
+
+
+def delta_names(snapshot_dir: Path) -> tuple[str, ...]:
+    """Names of the deltas a reader needs, oldest first: the latest checkpoint (everything
+    since the snapshot) and those after it. A partial delta is not listed."""
+    folder = snapshot_dir / DELTAS_DIR
+    try:
+        names = sorted((name for name in os.listdir(folder) if name.isdigit()), key=int)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    for at in range(len(names) - 1, -1, -1):
+        if os.path.exists(folder / names[at] / CHECKPOINT_MARK):
+            return tuple(names[at:])
+    return tuple(names)
+
+
+def _quoted(path: Path) -> str:
+    return "'" + path.as_posix().replace("'", "''") + "'"
+
+
+def overlaid_connection(database: Path, snapshot_dir: Path, names: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+    """A connection where the snapshot's tables read as snapshot plus the named deltas."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"attach {_quoted(database)} as snap (read_only)")
+        folders = [snapshot_dir / DELTAS_DIR / name for name in names]
+        for table in ("memories", "changes", "relationships"):
+            files = [str(folder / f"{table}.parquet") for folder in folders]
+            con.execute(f"create table delta_{table} as select * from read_parquet($files, union_by_name = true)", {"files": files})
+        for table, query in OVERLAID.items():
+            con.execute(f"create view {table} as {sql.load(query)}")
+        tables = {row[0] for row in con.execute("select table_name from duckdb_tables() where database_name = 'snap'").fetchall()}
+        with_rejects = [folder / REJECTS_FILE for folder in folders if (folder / REJECTS_FILE).exists()]
+        if with_rejects:  # the latest delta that carries rejects holds all of them
+            con.execute("create table rejects as select * from read_parquet($file)", {"file": str(with_rejects[-1])})
+            tables.discard("rejects")
+        for table in PASSED_THROUGH:
+            if table in tables:
+                con.execute(f"create view {table} as select * from snap.{table}")
+        for view in VIEWS:
+            con.execute(sql.load(view))
+    except BaseException:
+        con.close()
+        raise
+    return con

@@ -1,0 +1,190 @@
+"""The live path (transforms/live_state.py + deltas + the read-side overlay) equals a batch
+run: after appends, an edit and a delete, a reader of snapshot plus deltas sees exactly the
+relationships a full `correlate` run over the same stores publishes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from crosstier.core.catalog import Catalog
+from crosstier.core.config import load_settings
+from crosstier.retrieval.live import delta_names
+from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rejects, view_rows, write_lines
+
+pytest.importorskip("prefect")
+
+from crosstier.flows.correlate import correlate  # noqa: E402
+from crosstier.flows.watch import published, snapshot_frames  # noqa: E402
+from crosstier.transforms.live_state import advanced, seeded  # noqa: E402
+
+
+def no_model(texts):
+    raise AssertionError(f"the model was asked for {texts.height} texts: every memory here has a provided vector")
+
+
+class Live:
+    """A watcher's state driven by hand: seed over the snapshot, then one step per change."""
+
+    def __init__(self, config: Path):
+        self.config = config
+        self.settings = load_settings(str(config))
+        self.catalog = Catalog(self.settings.output_dir)
+        self.files = self.catalog.current_snapshot()
+        step = seeded(self.settings, self.files.run_id, snapshot_frames(self.files), self.catalog.manual_log, no_model)
+        published(self.files, step)
+        self.state = step.state
+
+    def step(self) -> dict:
+        step = advanced(self.state, ["notes"], self.settings, self.catalog.manual_log, no_model)
+        published(self.files, step)
+        self.state = step.state
+        return step.stats
+
+
+def batch_rows(config: Path, out: Path) -> list[tuple]:
+    assert correlate(config_path=str(config), out=str(out), full=True)["status"] == "published"
+    return view_rows(out)
+
+
+def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a_delete(tmp_path, monkeypatch):
+    import crosstier.flows.watch as watch_flow
+
+    monkeypatch.setattr(watch_flow, "CHECKPOINT_EVERY", 2)  # every other delta a checkpoint: both kinds are read
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(9)], "w")
+    config = config_file(tmp_path, store, max_links=2)
+    correlate(config_path=str(config))
+    live = Live(config)
+    out = live.settings.output_dir
+
+    # appends, one a hostile line: it is skipped like the batch run skips it, nothing stops
+    write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(9, 12)])
+    with open(store, "a", encoding="utf-8") as handle:
+        handle.write("{not json\n")
+    stats = live.step()
+    assert stats["upserted"] == 3 and stats["embedded"] == 0
+    before = view_rows(out)
+    assert before == batch_rows(config, tmp_path / "batch1")
+    assert [r[1] for r in view_rejects(out)] == ["notes.jsonl:13"]  # the hostile line, as the batch run rejects it
+    assert view_rejects(out) == view_rejects(tmp_path / "batch1")
+
+    # a memory on topic 0 written at m006's hour outranks m006's links (closer in time): one drops out of its top 2
+    write_lines(store, [memory(12, topic=0, noise=0.0, hour=6)])
+    live.step()
+    after = view_rows(out)
+    assert after == batch_rows(config, tmp_path / "batch2")
+    pairs_before = {(r[0], r[1]) for r in before}
+    pairs_after = {(r[0], r[1]) for r in after}
+    pushed_out = {p for p in pairs_before - pairs_after if "m012" not in p}
+    assert pushed_out, "the new memory should push an older link out of a memory's top 2"
+
+    # an edit (m003 moves to topic 2) and a delete (m004), by rewriting the file through a rename
+    lines = [json.loads(line) for line in store.read_text().splitlines() if line.startswith("{\"")]
+    lines = [memory(3, topic=2, text="python typing rules for the billing service, edited") if r["id"] == "m003" else r for r in lines if r["id"] != "m004"]
+    rewritten = tmp_path / "notes.jsonl.tmp"
+    write_lines(rewritten, lines, "w")
+    os.replace(rewritten, store)
+    stats = live.step()
+    assert stats["deleted"] == 1
+    assert view_rows(out) == batch_rows(config, tmp_path / "batch3")
+    assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch3")
+    assert "m004" not in view_memory_ids(out)
+    assert delta_names(live.files.dir) == ("000000002", "000000003")  # a reader starts at the checkpoint
+    write_lines(store, [memory(13)])
+    live.step()  # delta 4, a checkpoint: delta 1 goes, 2 (the checkpoint before) stays for readers
+    assert delta_names(live.files.dir) == ("000000004",)
+    assert sorted(p.name for p in (live.files.dir / "deltas").iterdir()) == ["000000002", "000000003", "000000004"]
+    assert "m013" in view_memory_ids(out) and "m004" not in view_memory_ids(out)
+
+
+def test_a_manual_link_reaches_readers_without_relinking(tmp_path):
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i) for i in range(6)], "w")
+    config = config_file(tmp_path, store, max_links=2)
+    correlate(config_path=str(config))
+    live = Live(config)
+    manual = live.catalog.manual_log
+    manual.parent.mkdir(parents=True, exist_ok=True)
+    manual.write_text(json.dumps({"source_id": "m000", "target_id": "m001", "relationship_type": "supports", "score": 0.9}) + "\n")
+    stats = live.step()
+    assert stats["pairs_scored"] == 0
+    rows = view_rows(live.settings.output_dir)
+    assert ("m000", "m001", "supports") in {r[:3] for r in rows}
+    batch_out = tmp_path / "batch"
+    (batch_out / "manual").mkdir(parents=True)
+    (batch_out / "manual" / manual.name).write_bytes(manual.read_bytes())  # the log lives in the warehouse
+    assert rows == batch_rows(config, batch_out)
+
+
+def test_with_auto_discover_off_memories_are_recorded_not_linked(tmp_path, monkeypatch):
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i) for i in range(6)], "w")
+    config = config_file(tmp_path, store, max_links=3)
+    correlate(config_path=str(config))
+    monkeypatch.setenv("AUTO_DISCOVER_ENABLED", "false")
+    live = Live(config)
+    out = live.settings.output_dir
+    before = view_rows(out)
+    assert any("m000" in r[:2] for r in before)
+    lines = [json.loads(line) for line in store.read_text().splitlines()]
+    write_lines(store, [r for r in lines if r["id"] != "m000"] + [memory(6), memory(7)], "w")
+    stats = live.step()
+    assert stats["pairs_scored"] == 0
+    assert view_memory_ids(out) == [f"m{i:03d}" for i in range(1, 8)]  # recorded: readers find them
+    assert view_rows(out) == [r for r in before if "m000" not in r[:2]]  # not linked; m000's links gone
+    from crosstier.retrieval.adhoc import run_sql
+
+    assert run_sql("select count(*) from memories where id in ('m006', 'm007', 'm000')", out=out)[1] == [(2,)]  # ctc sql too
+    with pytest.raises(Exception, match="disabled|external"):
+        run_sql(f"select * from read_csv('{store}')", out=out)  # shut off from other files like the snapshot's sandbox
+
+
+def _apply(records: list[dict], op: tuple, next_id: int) -> tuple[list[dict], bool]:
+    """One operation on the store's records; returns them and whether it was a pure append."""
+    kind = op[0]
+    if kind == "append":
+        return records + [memory(next_id, topic=op[1], noise=op[2], session="s1" if op[1] == 0 else None)], True
+    if not records:
+        return records, True
+    at = op[1] % len(records)
+    if kind == "edit":
+        edited = memory(int(records[at]["id"][1:]), topic=op[2], text=f"{records[at]['content']} (edited)")
+        return records[:at] + [edited] + records[at + 1:], False
+    return records[:at] + records[at + 1:], False
+
+
+def test_property_any_sequence_of_appends_edits_and_deletes_equals_a_batch_run(tmp_path_factory):
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    op = st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 2), st.sampled_from([0.0, 0.03, 0.2])),
+        st.tuples(st.just("edit"), st.integers(0, 50), st.integers(0, 2)),
+        st.tuples(st.just("delete"), st.integers(0, 50)),
+    )
+
+    @hypothesis.settings(max_examples=3, derandomize=True, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(op, min_size=2, max_size=4))
+    def check(ops):
+        folder = tmp_path_factory.mktemp("prop")
+        store = folder / "notes.jsonl"
+        records = [memory(i) for i in range(6)]
+        write_lines(store, records, "w")
+        config = config_file(folder, store, max_links=2)
+        correlate(config_path=str(config))
+        live = Live(config)
+        for n, operation in enumerate(ops):
+            records, appended = _apply(records, operation, 100 + n)
+            if appended:
+                write_lines(store, records[-1:] if operation[0] == "append" else [])
+            else:
+                write_lines(folder / "next.jsonl", records, "w")
+                os.replace(folder / "next.jsonl", store)
+            live.step()
+        assert view_rows(live.settings.output_dir) == batch_rows(config, folder / "batch")
+        assert view_memory_ids(live.settings.output_dir) == sorted(r["id"] for r in records)
+
+    check()

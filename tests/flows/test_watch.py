@@ -1,0 +1,127 @@
+"""`ctc watch` as a process: it catches up, says `watching`, links appended memories within
+seconds, loses and duplicates nothing across a SIGKILL, and stops cleanly on SIGTERM. And
+the writer lock: a batch run waits while another writer holds the warehouse."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from crosstier.core.catalog import Catalog
+from crosstier.core.writer_lock import writer_lock
+from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rows, write_lines
+
+pytest.importorskip("prefect")
+
+
+class Watcher:
+    """One `ctc watch` process in its own session, its output read line by line."""
+
+    def __init__(self, config: Path, log: Path):
+        env = {**os.environ, "CTC_FAULT_STAGE": ""}
+        env.pop("PREFECT_API_URL", None)
+        self.log = open(log, "a", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "crosstier.cli", "watch", "--config", str(config)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.log.write(line)
+            self.log.flush()
+            self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if text in self.lines.get(timeout=0.5):
+                    return
+            except queue.Empty:
+                assert self.process.poll() is None, f"the watcher exited with {self.process.returncode}"
+        pytest.fail(f"no line with {text!r} in {timeout}s")
+
+    def kill_group(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+
+def visible_within(out: Path, memory_id: str, timeout: float) -> float:
+    """Seconds until a reader sees memory_id (fails after timeout)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            if memory_id in view_memory_ids(out):
+                return time.monotonic() - start
+        except Exception:  # noqa: BLE001 - no snapshot yet
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"{memory_id} not visible within {timeout}s")
+
+
+@pytest.mark.timeout(600)
+def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
+    from crosstier.flows.correlate import correlate
+
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i) for i in range(6)], "w")
+    config = config_file(tmp_path, store, max_links=2)
+    out = tmp_path / "warehouse"
+    watcher = Watcher(config, tmp_path / "watch.log")
+    try:
+        watcher.wait_for("watching", 300)
+        write_lines(store, [memory(i) for i in range(6, 9)])
+        visible_within(out, "m008", 180)
+
+        os.kill(watcher.process.pid, signal.SIGKILL)  # the watcher alone: its Prefect server follows it
+        watcher.process.wait(timeout=30)
+        write_lines(store, [memory(i) for i in range(9, 11)])  # written while no watcher runs
+
+        watcher = Watcher(config, tmp_path / "watch.log")
+        watcher.wait_for("watching", 300)
+        assert {"m009", "m010"} <= set(view_memory_ids(out))  # the catch-up read them
+        write_lines(store, [memory(11, topic=0, noise=0.0)])
+        visible_within(out, "m011", 180)
+
+        ids = view_memory_ids(out)
+        assert ids == sorted(set(ids)) == [f"m{i:03d}" for i in range(12)]  # nothing lost, nothing twice
+        assert correlate(config_path=str(config), out=str(tmp_path / "batch"), full=True)["status"] == "published"
+        assert view_rows(out) == view_rows(tmp_path / "batch")
+
+        watcher.process.send_signal(signal.SIGTERM)
+        assert watcher.process.wait(timeout=120) == 0
+        watcher.wait_for("stopped after", 5)
+    finally:
+        watcher.kill_group()
+
+
+@pytest.mark.timeout(300)
+def test_a_batch_run_waits_for_the_writer_lock(tmp_path):
+    from crosstier.flows.correlate import correlate
+
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i) for i in range(4)], "w")
+    config = config_file(tmp_path, store)
+    out = tmp_path / "warehouse"
+    result: dict = {}
+    with writer_lock(out):
+        run = threading.Thread(target=lambda: result.update(correlate(config_path=str(config))))
+        run.start()
+        run.join(timeout=20)
+        assert run.is_alive(), "the run finished while another writer held the lock"
+        assert Catalog(out).current_snapshot() is None
+    run.join(timeout=240)
+    assert result.get("status") == "published"
+    assert Catalog(out).current_snapshot() is not None

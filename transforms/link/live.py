@@ -1,0 +1,194 @@
+"""The live path's linking step: a loaded index (memories, vectors, pre-cap links) and one
+micro-batch of changed memories -> the new index and which memories' links changed.
+
+Every score comes from the batch run's own functions (incremental fingerprints, kept
+links, `links.scored_links_with_count` with focus ids, `links.capped_links`, the manual
+merge), so the live view equals what a batch run over the same stores publishes. What is
+new here is only the bookkeeping of which memories a micro-batch touches:
+
+- changed: new, edited (fingerprint differs) or deleted memories; their pairs are scored again;
+- affected: changed memories and every memory one of whose published (capped) links
+  appeared, went or changed; a reader gets all of their rows again.
+The cap (with copy folding and one undated origin per fact) runs over all scored links, as
+in the batch run: copy groups and origins reach past a memory's neighbours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import incremental, links
+from crosstier.transforms.link.candidates import candidate_pairs
+from crosstier.transforms.link.features import mentioned_ids
+from crosstier.transforms.link.manual import merged_relationships
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+
+
+@dataclass(frozen=True)
+class LinkIndex:
+    """What the watcher keeps loaded: memories (with terms, sorted by id), row-aligned
+    vectors, texts (id, text_hash), fingerprints, links before the cap and after it."""
+
+    memories: pl.DataFrame
+    vectors: np.ndarray
+    texts: pl.DataFrame
+    fingerprints: pl.DataFrame
+    scored: pl.DataFrame
+    capped: pl.DataFrame
+    features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
+
+
+@dataclass(frozen=True)
+class Relinked:
+    """One micro-batch's result: the new index and the ids it touched."""
+
+    index: LinkIndex
+    changed: set[str]
+    deleted: set[str]
+    affected: set[str]
+    pairs_scored: int
+
+
+def _ids(frame: pl.DataFrame, columns: tuple[str, ...] = ("source_id", "target_id")) -> set[str]:
+    return set().union(*(frame.get_column(c).to_list() for c in columns)) if frame.height else set()
+
+
+def touching(frame: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
+    """Rows of a links frame with an end in ids."""
+    wanted = pl.Series(sorted(ids), dtype=pl.String).implode()
+    return frame.filter(pl.col("source_id").is_in(wanted) | pl.col("target_id").is_in(wanted))
+
+
+def _names_any(column: str, ids: list[str]) -> pl.Expr:
+    """Does the list column hold any of ids?"""
+    return pl.col(column).list.eval(pl.element().is_in(pl.Series(ids, dtype=pl.String).implode())).list.any().fill_null(False)
+
+
+def link_features_of(memories: pl.DataFrame) -> pl.DataFrame:
+    """The classifier's per-memory evidence as links.link_memories makes it, without the
+    row numbers (they change as memories come and go)."""
+    return links.link_memories(memories).drop("idx", "idx_in")
+
+
+def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str]) -> pl.DataFrame:
+    """Evidence of every memory: recomputed for changed memories and for those whose
+    `ref_ids` may name an id that came or went; the rest kept. Every column but `ref_ids`
+    depends on the memory alone; `ref_ids` on which ids exist, so it is recomputed against
+    all of them (the same rule as features.link_features)."""
+    if previous is None:
+        return link_features_of(memories)
+    ids = memories.get_column("id")
+    old_ids = previous.get_column("id")
+    added = sorted(set(ids.to_list()) - set(old_ids.to_list()))
+    removed = sorted(set(old_ids.to_list()) - set(ids.to_list()))
+    stale = pl.col("id").is_in(pl.Series(sorted(changed) + added, dtype=pl.String).implode())
+    if added:
+        stale = stale | pl.col("content").str.contains_any(added) | _names_any("refs", added)
+    redo = memories.filter(stale)
+    kept = previous.join(memories.select("id"), on="id", how="semi").join(redo.select("id"), on="id", how="anti")
+    if removed:
+        named_gone = kept.filter(_names_any("ref_ids", removed)).get_column("id")
+        redo = pl.concat([redo, memories.filter(pl.col("id").is_in(named_gone.implode()))])
+        kept = kept.filter(~pl.col("id").is_in(named_gone.implode()))
+    fresh = link_features_of(redo)
+    if fresh.height:
+        every_id = set(ids.to_list())
+        ref_ids = [
+            sorted(({r for r in (refs or ()) if r in every_id} | set(mentioned_ids(content, every_id))) - {memory_id})
+            for memory_id, content, refs in zip(fresh["id"].to_list(), fresh["content"].to_list(), fresh["refs"].to_list())
+        ]
+        fresh = fresh.with_columns(pl.Series("ref_ids", ref_ids, dtype=pl.List(pl.String)))
+    return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
+
+
+def focused_links(features: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
+    """Scored links with an end in focus, namespace by namespace (links never cross one),
+    by the batch run's candidates and scoring (links.scored_links_with_count's steps over
+    evidence kept from the last micro-batch). `features` and `vectors` are row-aligned."""
+    frames, pairs = [], 0
+    unit = links.unit_rows(vectors)
+    indexed = features.with_row_index("_row")
+    for (_namespace,), group in indexed.group_by("namespace", maintain_order=True):
+        focus_mask = group.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
+        if not focus_mask.any():
+            continue
+        rows = group.get_column("_row").to_numpy()
+        frame = group.drop("_row").with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
+        frame = frame.with_columns(idx_in=pl.col("idx"))
+        candidates = candidate_pairs(frame, unit[rows], scoring, focus_mask)
+        frames.append(links.classified_pairs(frame, unit[rows], candidates, scoring))
+        pairs += candidates.height
+    return (pl.concat(frames) if frames else links.empty_scored_links()), pairs
+
+
+def changed_ends(before: pl.DataFrame, after: pl.DataFrame) -> set[str]:
+    """Ends of the link rows that differ between two capped frames (any column but run_id)."""
+    columns = [c for c in RELATIONSHIP_SCHEMA.names() if c != "run_id"]
+    a, b = before.cast(RELATIONSHIP_SCHEMA).select(columns), after.cast(RELATIONSHIP_SCHEMA).select(columns)
+    gone = a.join(b, on=columns, how="anti", nulls_equal=True)
+    came = b.join(a, on=columns, how="anti", nulls_equal=True)
+    return _ids(gone) | _ids(came)
+
+
+def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """The batch run's cap over every scored link (copies folded, undated origins, top k)."""
+    return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
+
+
+def relinked(
+    index: LinkIndex,
+    memories: pl.DataFrame,
+    vectors: np.ndarray,
+    texts: pl.DataFrame,
+    scoring: ScoringConfig,
+    fingerprints: pl.DataFrame | None = None,
+) -> Relinked:
+    """Link one micro-batch: `memories` (with terms, sorted by id), row-aligned `vectors` and
+    `texts` (id, text_hash) are the whole current set; only what changed is scored again.
+    `fingerprints` of the current set may be passed in when the caller kept them up to date."""
+    if fingerprints is None:
+        fingerprints = incremental.memory_fingerprints(memories, texts)
+    changed, deleted = incremental.changed_memory_ids(fingerprints, index.fingerprints)
+    touched = changed | deleted
+    features = refreshed_features(index.features, memories, changed)
+    if not touched:
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
+    kept = incremental.kept_links(index.scored, touched)
+    fresh, pairs = focused_links(features, vectors, scoring, changed)
+    # kept has no end in touched and fresh has one in every row: the two never overlap.
+    scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
+    after = capped(scored, memories, scoring)
+    affected = touched | changed_ends(index.capped, after)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features), changed, deleted, affected, pairs)
+
+
+def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:
+    """The published relationships (discovered after the cap, merged with manual links)
+    that have an end in ids: every row a reader sees for those memories."""
+    merged = merged_relationships(touching(capped, ids), touching(manual, ids))
+    return merged.with_columns(run_id=pl.lit(run_id))
+
+
+def changed_manual_ids(previous: pl.DataFrame, current: pl.DataFrame) -> set[str]:
+    """Ends of manual links that appeared, went or changed between two manual frames."""
+    columns = [c for c in RELATIONSHIP_SCHEMA.names() if c != "run_id"]
+    gone = previous.select(columns).join(current.select(columns), on=columns, how="anti", nulls_equal=True)
+    came = current.select(columns).join(previous.select(columns), on=columns, how="anti", nulls_equal=True)
+    return _ids(gone) | _ids(came)
+
+
+def memory_row_hashes(memories: pl.DataFrame) -> pl.DataFrame:
+    """id and a hash of every published column of the row: a reader-visible change
+    (readers, metadata) republishes a memory even when its links stay."""
+    published = memories.drop([c for c in ("embedding", "_raw") if c in memories.columns])
+    return pl.DataFrame({"id": published.get_column("id"), "row_hash": published.hash_rows(seed=7)})
+
+
+def upserted_ids(previous: pl.DataFrame, current: pl.DataFrame) -> set[str]:
+    """Ids whose published memory row is new or differs (frames from memory_row_hashes)."""
+    joined = current.join(previous, on="id", how="left", suffix="_previous")
+    return set(joined.filter(pl.col("row_hash_previous").is_null() | (pl.col("row_hash") != pl.col("row_hash_previous"))).get_column("id").to_list())

@@ -1,0 +1,243 @@
+"""The watcher's loaded state and one micro-batch step over it: changed stores -> memories
+-> texts -> vectors -> links -> a delta. No Prefect: flows/watch.py wires it.
+
+The state is what an incremental run would read from the last snapshot, kept in memory:
+each store's extract, the memories with their terms, texts and vectors, fingerprints,
+links before and after the cap, the manual links and a hash of every published memory row.
+Only rows a micro-batch read (`_batch`) or whose embedded text changed (a session
+neighbour arrived) are hashed, fingerprinted and embedded again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import polars as pl
+
+from crosstier.core import manual_log
+from crosstier.core.config import Settings
+from crosstier.transforms.embed import vectors as embed
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
+from crosstier.transforms.link import incremental, live
+from crosstier.transforms.link.manual import manual_relationships
+from crosstier.transforms.publish.delta import Delta, delta_frames
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+from crosstier.transforms.stores.extract import combined_extracts
+from crosstier.transforms.stores.follow import FollowedStore, read_whole, refreshed
+
+
+class VectorSource(Protocol):
+    """Vectors for texts: (text_hash, text) rows -> (text_hash, embedding) rows in order."""
+
+    def __call__(self, texts: pl.DataFrame) -> pl.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class WatchState:
+    """Everything the watcher keeps loaded between micro-batches."""
+
+    stores: dict[str, FollowedStore]
+    index: live.LinkIndex
+    manual: pl.DataFrame
+    row_hashes: pl.DataFrame
+    batch: int
+    base_run: str
+    content_vectors: np.ndarray | None = None  # each memory's own vector, before session context
+    rejects: pl.DataFrame | None = None  # the rejects readers see now (store, location, raw, reason)
+    memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
+    linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
+
+
+@dataclass(frozen=True)
+class Step:
+    """One micro-batch: the new state, the delta to publish (empty when nothing changed) and its counts."""
+
+    state: WatchState
+    delta: Delta
+    stats: dict[str, Any]
+
+
+def published_memories(memories: pl.DataFrame) -> pl.DataFrame:
+    """The memory rows as the snapshot's `memories` table holds them."""
+    return memories.drop([c for c in ("embedding", "_batch", "_raw") if c in memories.columns])
+
+
+def current_memories(stores: dict[str, FollowedStore]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(memories with terms and `_batch`, sorted by id; rejects) over every store, duplicate
+    ids rejected as the batch run rejects them."""
+    extracted = combined_extracts([followed.extract for followed in stores.values()])
+    return extracted.memories.sort("id"), extracted.rejects
+
+
+def hashed_texts(memories: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFrame:
+    """(id, text, text_hash) of every memory; only texts that differ from `previous` are hashed."""
+    texts = embedding_texts(memories)
+    joined = texts.join(previous.select("id", pl.col("text").alias("_old_text"), pl.col("text_hash").alias("_old_hash")), on="id", how="left")
+    same = pl.col("_old_text").is_not_null() & (pl.col("_old_text") == pl.col("text"))
+    fresh = joined.filter(~same)
+    hashes = pl.Series("text_hash", [embed.text_hash(t) for t in fresh.get_column("text").to_list()], dtype=pl.String)
+    hashed = fresh.with_columns(hashes).select("id", "text", "text_hash")
+    kept = joined.filter(same).select("id", "text", pl.col("_old_hash").alias("text_hash"))
+    return memories.select("id").join(pl.concat([kept, hashed]), on="id", how="left", maintain_order="left")
+
+
+def refreshed_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame, previous: pl.DataFrame, redo: pl.Series) -> pl.DataFrame:
+    """Fingerprints of every memory: computed for the ids in `redo`, the rest as before."""
+    wanted = redo.implode()
+    fresh = incremental.memory_fingerprints(memories.filter(pl.col("id").is_in(wanted)), texts)
+    kept = previous.join(memories.select("id"), on="id", how="semi").filter(~pl.col("id").is_in(wanted))
+    return pl.concat([kept, fresh]).sort("id")
+
+
+def content_vectors_of(memories: pl.DataFrame, reusable: pl.DataFrame, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
+    """Row-aligned vectors of each memory's own content, as the batch run makes them:
+    `matrix[row]` for the ids in `reusable` (id, row), the rest provided by their store or
+    embedded by content (the cache, then the model)."""
+    indexed = memories.select("id").with_row_index("_at").join(reusable, on="id", how="left", maintain_order="left")
+    out = np.zeros((memories.height, dim), dtype=np.float32)
+    have = indexed.filter(pl.col("row").is_not_null())
+    if have.height:
+        out[have.get_column("_at").to_numpy()] = matrix[have.get_column("row").to_numpy()]
+    need_ids = indexed.filter(pl.col("row").is_null()).select("id", "_at")
+    need = memories.join(need_ids, on="id", how="semi")
+    provided = embed.provided_embeddings(need, dim)
+    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(memories.select("id", pl.col("content").alias("text")), on="id")
+    if provided.height:
+        at = need_ids.join(provided, on="id", maintain_order="left")
+        out[at.get_column("_at").to_numpy()] = at.get_column("embedding").list.to_array(dim).to_numpy()
+    if rest.height:
+        rest = rest.with_columns(pl.Series("text_hash", [embed.text_hash(t) for t in rest.get_column("text").to_list()], dtype=pl.String))
+        embedded = vectors_for(rest.select("text_hash", "text"))
+        out[rest.get_column("_at").to_numpy()] = embedded.get_column("embedding").list.to_array(dim).to_numpy()
+    return out, {"reused": have.height, "provided": provided.height, "embedded": rest.height}
+
+
+def manual_frame(path: Path, memories: pl.DataFrame, run_id: str) -> pl.DataFrame:
+    """The manual links the batch run would publish over these memories."""
+    records, _bad = manual_log.read_records(path)
+    return manual_relationships(records, memories, run_id)[0]
+
+
+REJECT_COLUMNS = ("store", "location", "raw", "reason")
+
+
+def same_rejects(a: pl.DataFrame | None, b: pl.DataFrame) -> bool:
+    """Do two reject frames hold the same rows (in any order, run_id aside)?"""
+    if a is None:
+        return False
+    key = list(REJECT_COLUMNS)
+    return a.select(key).sort(key, nulls_last=True).equals(b.select(key).sort(key, nulls_last=True))
+
+
+def with_rejects(state: WatchState, delta: Delta, rejects: pl.DataFrame) -> tuple[WatchState, Delta]:
+    """The delta carries every current reject when they differ from what readers see."""
+    if same_rejects(state.rejects, rejects):
+        return state, delta
+    current = rejects.select(REJECT_COLUMNS).with_columns(run_id=pl.lit(state.base_run))
+    return replace(state, rejects=current), replace(delta, rejects=current)
+
+
+def stepped(state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fingerprints: pl.DataFrame, vectors: np.ndarray, manual_log_path: Path, settings: Settings) -> tuple[WatchState, Delta, dict[str, Any]]:
+    """Link the current memories against the state's index and build the delta."""
+    published = published_memories(memories)
+    index = state.index
+    if settings.auto_discover:
+        result = live.relinked(index, memories, vectors, texts, settings.scoring, fingerprints)
+        new_index, affected, pairs = result.index, result.affected, result.pairs_scored
+        deleted = result.deleted
+    else:
+        # AUTO_DISCOVER_ENABLED=false: memories are recorded, not linked; links at a deleted
+        # memory go; the next batch run links what came in.
+        deleted = set(index.fingerprints.get_column("id").to_list()) - set(fingerprints.get_column("id").to_list())
+        kept = incremental.kept_links(index.scored, deleted)
+        capped = incremental.kept_links(index.capped, deleted)
+        new_index = live.LinkIndex(memories, vectors, texts, index.fingerprints.join(fingerprints.select("id"), on="id", how="semi"), kept, capped)
+        affected, pairs = deleted, 0
+    manual = manual_frame(manual_log_path, memories, state.base_run)
+    linked = affected | live.changed_manual_ids(state.manual, manual)
+    row_hashes = live.memory_row_hashes(published)
+    upserted = live.upserted_ids(state.row_hashes, row_hashes)
+    gone = set(state.row_hashes.get_column("id").to_list()) - set(row_hashes.get_column("id").to_list())
+    rows = live.published_rows(new_index.capped, manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    delta = delta_frames(published, upserted, gone | deleted, linked, rows)
+    new_state = replace(
+        state, index=new_index, manual=manual, row_hashes=row_hashes,
+        memories_since=state.memories_since | upserted | gone | deleted, linked_since=state.linked_since | linked,
+    )
+    return new_state, delta, {"memories": memories.height, "upserted": len(upserted), "deleted": len(gone | deleted), "linked": len(linked), "links": rows.height, "pairs_scored": pairs}
+
+
+def checkpoint_delta(state: WatchState) -> Delta:
+    """Everything changed since the snapshot as one delta: what a reader needs besides it."""
+    memories = published_memories(state.index.memories)
+    present = set(memories.get_column("id").to_list())
+    linked = set(state.linked_since)
+    rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    delta = delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
+    return replace(delta, rejects=state.rejects)
+
+
+def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:
+    """One micro-batch: re-read the changed stores (appended lines only where it can), then
+    embed, link and build the delta of what changed."""
+    start = time.perf_counter()
+    batch = state.batch + 1
+    dim = embed.model_dim(settings.embedding.model)
+    stores = dict(state.stores)
+    for name in changed:
+        stores[name] = refreshed(stores[name], settings.max_content_bytes, dim, batch)
+    memories, rejects = current_memories(stores)
+    index = state.index
+    texts = hashed_texts(memories, index.texts)
+    old_texts = index.texts.select("id", pl.col("text_hash").alias("_old"))
+    redo = (
+        memories.select("id", "_batch").join(texts.select("id", "text_hash"), on="id").join(old_texts, on="id", how="left")
+        .filter((pl.col("_batch") == batch) | pl.col("_old").is_null() | (pl.col("_old") != pl.col("text_hash")))
+        .get_column("id")
+    )
+    fingerprints = refreshed_fingerprints(memories, texts, index.fingerprints, redo)
+    # a row this batch did not read has the content it had: its own vector stands
+    read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
+    reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
+    contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
+    vectors = context_vectors(memories, contents)
+    state = replace(state, stores=stores, batch=batch, content_vectors=contents)
+    new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
+    new_state, delta = with_rejects(new_state, delta, rejects)
+    stats.update(vector_stats, seconds=round(time.perf_counter() - start, 4), batch=batch)
+    return Step(new_state, delta, stats)
+
+
+def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame], manual_log_path: Path, vectors_for: VectorSource) -> Step:
+    """The state over a freshly published snapshot: every store read whole, vectors taken
+    from the snapshot where a memory's fingerprint is the snapshot's, links from its state;
+    the step's delta holds whatever changed in the stores since that snapshot's run read them.
+
+    `snapshot`: its tables `memories`, `relationships`, `embeddings`, `fingerprints`, `scored_links`."""
+    dim = embed.model_dim(settings.embedding.model)
+    stores = {store.name: read_whole(store, settings.max_content_bytes, dim, 0) for store in settings.stores}
+    memories, rejects = current_memories(stores)
+    empty_texts = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
+    texts = hashed_texts(memories, empty_texts)
+    fingerprints = incremental.memory_fingerprints(memories, texts)
+    # the snapshot keeps vectors with session context mixed in; own vectors come from the
+    # embedding cache the run just filled (or the stores that provide them)
+    no_rows = pl.DataFrame(schema={"id": pl.String, "row": pl.Int64})
+    contents, vector_stats = content_vectors_of(memories, no_rows, np.zeros((0, dim), np.float32), dim, vectors_for)
+    vectors = context_vectors(memories, contents)
+    scored = snapshot["scored_links"].cast(RELATIONSHIP_SCHEMA)
+    index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored, live.capped(scored, snapshot["memories"], settings.scoring))
+    snapshot_memories = snapshot["memories"]
+    published = published_memories(memories)
+    if set(snapshot_memories.columns) == set(published.columns):
+        snapshot_memories = snapshot_memories.select(published.columns).cast(published.schema)
+    manual = snapshot["relationships"].filter(pl.col("origin") == "manual").cast(RELATIONSHIP_SCHEMA)
+    state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents, snapshot["rejects"])
+    new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
+    new_state, delta = with_rejects(new_state, delta, rejects)
+    stats.update(vector_stats, batch=0)
+    return Step(new_state, delta, stats)
