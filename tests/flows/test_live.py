@@ -13,7 +13,7 @@ import pytest
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import load_settings
 from crosstier.retrieval.live import delta_names
-from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rejects, view_rows, write_lines
+from live_helpers import config_file, memory, view_memory_ids, view_rejects, view_rows, write_lines
 
 pytest.importorskip("prefect")
 

@@ -17,7 +17,7 @@ import pytest
 
 from crosstier.core.catalog import Catalog
 from crosstier.core.writer_lock import writer_lock
-from tests.flows.live_helpers import config_file, memory, view_memory_ids, view_rows, write_lines
+from live_helpers import config_file, memory, view_memory_ids, view_rows, write_lines
 
 pytest.importorskip("prefect")
 
