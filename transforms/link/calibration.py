@@ -170,15 +170,9 @@ def weighted_overlap(a: Sequence[str], b: Sequence[str]) -> float:
     return sum(term_weight(t) for t in sa & sb) / union if union > 0 else 0.0
 
 
-def fitted_semantic_knots(cosines: np.ndarray, related: np.ndarray, grid: Sequence[float]) -> tuple[tuple[float, float], ...]:
-    """Knots of a monotone map from labelled cosines: the isotonic share of related pairs, scaled so its top is 1.
-
-    Pool-adjacent-violators over the pairs sorted by cosine, read at the grid points, then
-    divided by the share among the most similar pairs: 1 is as strong as this evidence gets.
-    """
-    order = np.argsort(cosines, kind="stable")
-    x = np.maximum(0.0, np.asarray(cosines, dtype=np.float64)[order])
-    y = np.asarray(related, dtype=np.float64)[order]
+def isotonic_at(x: np.ndarray, y: np.ndarray, grid: Sequence[float]) -> np.ndarray:
+    """Non-decreasing least-squares fit of y on x (pool adjacent violators), read at grid;
+    x sorted ascending, y in the same order."""
     blocks: list[list[float]] = []  # [sum, count, last x]
     for xi, yi in zip(x, y):
         blocks.append([yi, 1.0, xi])
@@ -189,8 +183,19 @@ def fitted_semantic_knots(cosines: np.ndarray, related: np.ndarray, grid: Sequen
             blocks[-1][2] = last
     bx = np.array([b[2] for b in blocks])
     by = np.array([b[0] / b[1] for b in blocks])
-    values = np.array([by[min(np.searchsorted(bx, g), len(by) - 1)] for g in grid])
-    values = np.maximum.accumulate(values)
+    return np.array([by[min(np.searchsorted(bx, g), len(by) - 1)] for g in grid])
+
+
+def fitted_semantic_knots(cosines: np.ndarray, related: np.ndarray, grid: Sequence[float]) -> tuple[tuple[float, float], ...]:
+    """Knots of a monotone map from labelled cosines: the isotonic share of related pairs, scaled so its top is 1.
+
+    Pool-adjacent-violators over the pairs sorted by cosine, read at the grid points, then
+    divided by the share among the most similar pairs: 1 is as strong as this evidence gets.
+    """
+    order = np.argsort(cosines, kind="stable")
+    x = np.maximum(0.0, np.asarray(cosines, dtype=np.float64)[order])
+    y = np.asarray(related, dtype=np.float64)[order]
+    values = np.maximum.accumulate(isotonic_at(x, y, grid))
     top = values[-1] if values[-1] > 0 else 1.0
     knots = [(0.0, 0.0)] + [(float(g), float(min(1.0, v / top))) for g, v in zip(grid, values) if g > 0]
     knots[-1] = (max(1.0, knots[-1][0]), knots[-1][1])
