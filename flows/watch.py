@@ -30,8 +30,10 @@ from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.live_state import Step, WatchState, advanced, checkpoint_delta, seeded
 from crosstier.transforms.publish import delta as deltas
 from crosstier.transforms.publish import snapshot as publish
+from crosstier.transforms.stores.follow import store_signature
 
 STOP = threading.Event()  # set by SIGTERM/SIGINT (the CLI) or a test: the watcher ends after its batch
+IDLE_TICK_MS = 1000  # how often an idle watcher compares store signatures
 CHECKPOINT_EVERY = 16  # deltas: a reader reads at most this many besides the latest checkpoint
 SNAPSHOT_TABLES = ("memories", "relationships", "embeddings", "fingerprints", "scored_links", "rejects")
 
@@ -51,6 +53,10 @@ def watched_paths(settings: Settings, catalog: Catalog) -> list[Path]:
         elif store.kind == "markdown" and store.path:
             paths.add(Path(store.path))
     return sorted(p.resolve() for p in paths if p.exists())
+
+
+def store_signatures(settings: Settings) -> dict[str, tuple]:
+    return {store.name: store_signature(store) for store in settings.stores}
 
 
 def stores_changed(settings: Settings, changed: set[str]) -> list[str]:
@@ -130,37 +136,47 @@ def watch(config_path: str | None = None, out: str | None = None, debounce_ms: i
     cache_dir = Path(settings.embedding.cache_dir) if settings.embedding.cache_dir else catalog.cache_dir
     vectors_for = vector_source(settings, cache_dir)
     with writer_lock(catalog.root):
+        seen = store_signatures(settings)  # before the stores are read: a write during the read shows next tick
         files, state, stats = loaded_state(settings, catalog, vectors_for)
     logger.info("loaded snapshot %s: %s", files.run_id, stats)
     import watchfiles  # the file-system events (inotify on Linux), not a polling loop of ours
 
     paths = watched_paths(settings, catalog)
-    print(f"watching {len(settings.stores)} store(s) into {catalog.root} (auto-discover {'on' if settings.auto_discover else 'off'})", flush=True)
-    batches = 0
-    for changes in watchfiles.watch(*paths, stop_event=STOP, debounce=debounce_ms, step=10, rust_timeout=200, yield_on_timeout=False, raise_interrupt=False):
+    manual_dir = str(catalog.manual_dir.resolve())
+    batches, announced = 0, False
+    # An idle tick yields no changes: the first one means the watches are in place, and each
+    # compares the stores' signatures, so what was written before that (or whose event was
+    # missed) is read within a tick rather than waiting for the next write to that file.
+    for changes in watchfiles.watch(*paths, stop_event=STOP, debounce=debounce_ms, step=10, rust_timeout=IDLE_TICK_MS, yield_on_timeout=True, raise_interrupt=False):
         changed = {str(Path(path)) for _change, path in changes}
-        names = stores_changed(settings, changed)
-        manual_changed = any(path.startswith(str(catalog.manual_dir.resolve())) for path in changed)
-        if not names and not manual_changed:
-            continue
-        start = time.perf_counter()
-        with writer_lock(catalog.root):
-            current = catalog.current_snapshot()
-            if current is None or current.run_id != files.run_id:
-                # a batch run published in between: it folded our deltas; follow its snapshot
-                files, state, stats = loaded_state(settings, catalog, vectors_for)
-                logger.info("batch run %s published: reloaded (%s)", files.run_id, stats)
-                continue
-            step = advanced(state, names, settings, catalog.manual_log, vectors_for)
-            folder = published(files, step)
-            state = step.state
-        stats = step.stats
-        logger.info(
-            "micro-batch %d: stores %s, %d upserted, %d deleted, %d memories relinked, %d links -> %s in %.3fs",
-            stats["batch"], ",".join(names) or "-", stats["upserted"], stats["deleted"], stats["linked"], stats["links"],
-            folder.name if folder else "no delta", time.perf_counter() - start,
-        )
-        batches += 1
+        now = store_signatures(settings)
+        names = sorted(set(stores_changed(settings, changed)) | {name for name, signature in now.items() if signature != seen.get(name)})
+        manual_changed = any(path.startswith(manual_dir) for path in changed)
+        if names or manual_changed:
+            start = time.perf_counter()
+            with writer_lock(catalog.root):
+                current = catalog.current_snapshot()
+                if current is None or current.run_id != files.run_id:
+                    # a batch run published in between: it folded our deltas; follow its snapshot
+                    seen = store_signatures(settings)
+                    files, state, stats = loaded_state(settings, catalog, vectors_for)
+                    logger.info("batch run %s published: reloaded (%s)", files.run_id, stats)
+                    continue
+                step = advanced(state, names, settings, catalog.manual_log, vectors_for)
+                folder = published(files, step)
+                state = step.state
+            seen.update({name: now[name] for name in names})
+            stats = step.stats
+            logger.info(
+                "micro-batch %d: stores %s, %d upserted, %d deleted, %d memories relinked, %d links -> %s in %.3fs",
+                stats["batch"], ",".join(names) or "-", stats["upserted"], stats["deleted"], stats["linked"], stats["links"],
+                folder.name if folder else "no delta", time.perf_counter() - start,
+            )
+            batches += 1
+        if not announced:
+            # said once the watches are in place and anything written before them is published
+            print(f"watching {len(settings.stores)} store(s) into {catalog.root} (auto-discover {'on' if settings.auto_discover else 'off'})", flush=True)
+            announced = True
         if max_batches is not None and batches >= max_batches:
             break
     logger.info("watcher stopped after %d micro-batches", batches)

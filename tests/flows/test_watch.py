@@ -81,8 +81,10 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
     out = tmp_path / "warehouse"
     watcher = Watcher(config, tmp_path / "watch.log")
     try:
+        write_lines(store, [memory(6)])  # while it catches up: read then, or on its first tick
         watcher.wait_for("watching", 300)
-        write_lines(store, [memory(i) for i in range(6, 9)])
+        assert "m006" in view_memory_ids(out)  # `watching` is said once what came before is published
+        write_lines(store, [memory(i) for i in range(7, 9)])
         visible_within(out, "m008", 180)
 
         os.kill(watcher.process.pid, signal.SIGKILL)  # the watcher alone: its Prefect server follows it

@@ -47,3 +47,36 @@ def test_a_file_rewritten_in_place_cut_or_replaced_is_read_again_whole(tmp_path)
     (tmp_path / "new.jsonl").write_bytes(b'{"id": "a"}\n{"id": "z"}\n')
     os.replace(tmp_path / "new.jsonl", path)  # replaced: another inode
     assert appended_records(path, tail) is None
+
+
+def test_a_store_signature_changes_with_every_write_the_watcher_must_read(tmp_path):
+    """The watcher's idle tick reads a store whose signature changed: an append, a same-size
+    rewrite by rename, a SQLite WAL file and a new markdown note all change it."""
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_bytes(b'{"id": "a"}\n')
+    store = StoreConfig(name="s", kind="jsonl", path=str(jsonl))
+    first = follow.store_signature(store)
+    assert follow.store_signature(store) == first  # nothing written: nothing to read
+    with open(jsonl, "ab") as handle:
+        handle.write(b'{"id": "b"}\n')
+    appended = follow.store_signature(store)
+    assert appended != first
+    replacement = tmp_path / "s.jsonl.tmp"
+    replacement.write_bytes(jsonl.read_bytes().replace(b'"b"', b'"c"'))
+    os.replace(replacement, jsonl)  # same size, new inode
+    assert follow.store_signature(store) != appended
+
+    db = tmp_path / "m.sqlite"
+    db.write_bytes(b"")
+    sqlite = StoreConfig(name="q", kind="sqlite", path=str(db), table="memories")
+    before_wal = follow.store_signature(sqlite)
+    (tmp_path / "m.sqlite-wal").write_bytes(b"x")
+    assert follow.store_signature(sqlite) != before_wal
+
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    markdown = StoreConfig(name="w", kind="markdown", path=str(workspace))
+    empty = follow.store_signature(markdown)
+    (workspace / "memory" / "2026-12-01.md").write_text("- met Ana\n")
+    assert follow.store_signature(markdown) != empty
+    assert follow.store_signature(StoreConfig(name="gone", kind="jsonl", path=str(tmp_path / "none.jsonl"))) == ()

@@ -94,6 +94,34 @@ def appended_records(path: Path, tail: FileTail | None, column: str = "embedding
     return records, FileTail(stat.st_ino, offset, number, new_head, new_before)
 
 
+def store_signature(store: StoreConfig) -> tuple[tuple[str, int, int, int], ...]:
+    """What the store's files look like on disk now (path, inode, size, mtime of each): two
+    equal signatures mean nothing was written in between. The watcher compares them on its
+    idle ticks, so a change whose file event it missed (written before the watch was in place,
+    or on a file system without events) is still read within a tick. A store without files
+    (postgres) has none."""
+    if not store.path or store.kind == "postgres":
+        return ()
+    root = Path(store.path)
+    if store.kind == "markdown":
+        paths = sorted(root.rglob("*.md")) if root.is_dir() else []
+    else:
+        try:
+            paths = _store_files(store)
+        except Exception:  # noqa: BLE001 - a store missing now: the read reports it as the run does
+            return ()
+        if store.kind == "sqlite":
+            paths += [Path(f"{path}{suffix}") for path in paths for suffix in ("-wal", "-journal")]
+    signature = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        signature.append((str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
+
+
 def prepared_extract(extract: StoreExtract, dim: int | None, batch: int) -> StoreExtract:
     """A store extract as the batch run checks it (a provided vector of the wrong length is
     a reject), with terms and the micro-batch number on every memory."""
