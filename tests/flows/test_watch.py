@@ -4,6 +4,7 @@ the writer lock: a batch run waits while another writer holds the warehouse."""
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import signal
@@ -110,6 +111,29 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
 
 
 @pytest.mark.timeout(300)
+class Said(logging.Handler):
+    """The messages one logger emitted (Prefect reconfigures the root logger, so not caplog)."""
+
+    def __init__(self, name: str):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.logger = logging.getLogger(name)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "Said":
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.messages)
+
+
 def test_a_batch_run_waits_for_the_writer_lock(tmp_path):
     from crosstier.flows.correlate import correlate
 
@@ -118,10 +142,14 @@ def test_a_batch_run_waits_for_the_writer_lock(tmp_path):
     config = config_file(tmp_path, store)
     out = tmp_path / "warehouse"
     result: dict = {}
-    with writer_lock(out):
+    with Said("crosstier.core.writer_lock") as said, writer_lock(out):
         run = threading.Thread(target=lambda: result.update(correlate(config_path=str(config))))
         run.start()
-        run.join(timeout=20)
+        deadline = time.monotonic() + 120
+        while "waiting for the writer lock" not in said.text and run.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "another run or `ctc watch` is publishing" in said.text, "the run never said it waits"
+        time.sleep(1)
         assert run.is_alive(), "the run finished while another writer held the lock"
         assert Catalog(out).current_snapshot() is None
     run.join(timeout=240)
