@@ -1,9 +1,11 @@
 """The `watch` flow: the live path between batch runs (`ctc watch`).
 
 Catch up as an incremental run does (the `correlate` flow, as a sub-flow), load its snapshot
-and the model, then follow the stores through file-system events: each micro-batch of
-changes is linked against the loaded index (transforms/live_state.py) and published as a
-delta beside the snapshot (transforms/publish/delta.py). Orchestration only.
+and the model, then follow the stores: on each batch of file-system events and each idle
+tick every store is asked whether it changed (transforms/stores/changes.py: file signatures,
+SQLite's data_version, PostgreSQL's NOTIFY or cursor column); each micro-batch of changes is
+linked against the loaded index (transforms/live_state.py) and published as a delta beside
+the snapshot (transforms/publish/delta.py). Orchestration only.
 
 Each micro-batch holds the warehouse's writer lock, as a batch run does for its whole run:
 the two never publish at once. When a batch run switched `current` in between, the watcher
