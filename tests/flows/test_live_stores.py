@@ -40,13 +40,14 @@ def row(i: int, **kw) -> tuple:
 class Watched:
     """A watcher's state and its store probes, ticked by hand as flows/watch.py ticks them."""
 
-    def __init__(self, config: Path):
+    def __init__(self, config: Path, vectors_for=no_model):
         self.settings = load_settings(str(config))
         self.catalog = Catalog(self.settings.output_dir)
         self.files = self.catalog.current_snapshot()
+        self.vectors_for = vectors_for
         self.changes = StoreChanges(self.settings.stores)
         self.changes.mark()
-        step = seeded(self.settings, self.files.run_id, snapshot_frames(self.files), self.catalog.manual_log, no_model)
+        step = seeded(self.settings, self.files.run_id, snapshot_frames(self.files), self.catalog.manual_log, vectors_for)
         published(self.files, step)
         self.state = step.state
 
@@ -59,7 +60,7 @@ class Watched:
                 break
             time.sleep(0.05)
         if names:
-            step = advanced(self.state, names, self.settings, self.catalog.manual_log, no_model)
+            step = advanced(self.state, names, self.settings, self.catalog.manual_log, self.vectors_for)
             published(self.files, step)
             self.state = step.state
             self.changes.read(names)
@@ -102,6 +103,43 @@ def test_a_sqlite_store_in_wal_mode_is_followed_by_its_data_version(tmp_path):
     finally:
         watched.changes.close()
         writer.close()
+
+
+def test_a_parquet_store_rewritten_by_a_rename_and_a_markdown_workspace_are_followed(tmp_path):
+    import polars as pl
+
+    from crosstier.flows.watch import vector_source
+
+    parquet = tmp_path / "ops.parquet"
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+
+    def write_parquet(ids: list[int], edited: dict[int, str] | None = None) -> None:
+        rows = [row(i, text=(edited or {}).get(i)) for i in ids]
+        frame = pl.DataFrame({"id": [r[0] for r in rows], "tier": [r[1] for r in rows], "content": [r[2] for r in rows],
+                              "timestamp": [r[3] for r in rows], "embedding": [json.loads(r[4]) for r in rows]})
+        frame.write_parquet(tmp_path / "ops.tmp.parquet")
+        (tmp_path / "ops.tmp.parquet").replace(parquet)  # as a writer replaces a Parquet file: whole, by a rename
+
+    write_parquet(list(range(6)))
+    (workspace / "memory" / "2024-05-01.md").write_text("# 2024-05-01\n\n## 09:00 Deploy\n\n- Deployed the staging nginx proxy config.\n")
+    config = config_for(tmp_path, f'[[stores]]\nname = "ops"\nkind = "parquet"\npath = "{parquet.as_posix()}"\n\n'
+                                  f'[[stores]]\nname = "ws"\nkind = "markdown"\npath = "{workspace.as_posix()}"\n')
+    correlate(config_path=str(config))
+    settings = load_settings(str(config))
+    watched = Watched(config, vector_source(settings, Catalog(settings.output_dir).cache_dir))  # markdown memories are embedded
+    try:
+        out = watched.settings.output_dir
+        assert watched.tick(timeout=0.3) == []
+        write_parquet([0, 2, 3, 4, 5, 6], {3: "python typing rules, edited"})  # m001 deleted, m003 edited, m006 added
+        assert watched.tick() == ["ops"]
+        (workspace / "memory" / "2024-05-02.md").write_text("# 2024-05-02\n\n## 10:00 Backup\n\n- Postgres replica lag during the nightly backup.\n")
+        assert watched.tick() == ["ws"]
+        ids = view_memory_ids(out)
+        assert "m001" not in ids and "m006" in ids
+        assert (ids, view_rows(out)) == batch_view(config, tmp_path / "batch")
+    finally:
+        watched.changes.close()
 
 
 # A statement-level trigger in the test's own database, as the README tells a user to add:
