@@ -20,7 +20,6 @@ last read of each store and reads a store again when the token moved.
 from __future__ import annotations
 
 import fnmatch
-import os
 import sqlite3
 import time
 from collections.abc import Hashable, Iterable
