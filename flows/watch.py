@@ -1,9 +1,11 @@
 """The `watch` flow: the live path between batch runs (`ctc watch`).
 
 Catch up as an incremental run does (the `correlate` flow, as a sub-flow), load its snapshot
-and the model, then follow the stores through file-system events: each micro-batch of
-changes is linked against the loaded index (transforms/live_state.py) and published as a
-delta beside the snapshot (transforms/publish/delta.py). Orchestration only.
+and the model, then follow the stores: on each batch of file-system events and each idle
+tick every store is asked whether it changed (transforms/stores/changes.py: file signatures,
+SQLite's data_version, PostgreSQL's NOTIFY or cursor column); each micro-batch of changes is
+linked against the loaded index (transforms/live_state.py) and published as a delta beside
+the snapshot (transforms/publish/delta.py). Orchestration only.
 
 Each micro-batch holds the warehouse's writer lock, as a batch run does for its whole run:
 the two never publish at once. When a batch run switched `current` in between, the watcher
@@ -13,7 +15,6 @@ so nothing written in between is missed.
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 import time
 from pathlib import Path
@@ -23,17 +24,17 @@ import polars as pl
 from prefect import flow, get_run_logger
 
 from crosstier.core.catalog import Catalog, SnapshotFiles
-from crosstier.core.config import Settings, StoreConfig
+from crosstier.core.config import Settings
 from crosstier.core.writer_lock import writer_lock
 from crosstier.flows.correlate import correlate, run_settings
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.live_state import Step, WatchState, advanced, checkpoint_delta, seeded
 from crosstier.transforms.publish import delta as deltas
 from crosstier.transforms.publish import snapshot as publish
-from crosstier.transforms.stores.follow import store_signature
+from crosstier.transforms.stores.changes import StoreChanges
 
 STOP = threading.Event()  # set by SIGTERM/SIGINT (the CLI) or a test: the watcher ends after its batch
-IDLE_TICK_MS = 1000  # how often an idle watcher compares store signatures
+IDLE_TICK_MS = 1000  # how often an idle watcher asks each store whether it changed (files, data_version, NOTIFY, cursor)
 CHECKPOINT_EVERY = 16  # deltas: a reader reads at most this many besides the latest checkpoint
 SNAPSHOT_TABLES = ("memories", "relationships", "embeddings", "fingerprints", "scored_links", "rejects")
 
@@ -53,33 +54,6 @@ def watched_paths(settings: Settings, catalog: Catalog) -> list[Path]:
         elif store.kind == "markdown" and store.path:
             paths.add(Path(store.path))
     return sorted(p.resolve() for p in paths if p.exists())
-
-
-def store_signatures(settings: Settings) -> dict[str, tuple]:
-    return {store.name: store_signature(store) for store in settings.stores}
-
-
-def stores_changed(settings: Settings, changed: set[str]) -> list[str]:
-    """Names of the stores a set of changed paths belongs to."""
-    names = []
-    for store in settings.stores:
-        if _store_matches(store, changed):
-            names.append(store.name)
-    return names
-
-
-def _store_matches(store: StoreConfig, changed: set[str]) -> bool:
-    if not store.path:
-        return False
-    root = str(Path(store.path).resolve())
-    for path in changed:
-        if store.kind == "markdown" and (path == root or path.startswith(root + "/")):
-            return True
-        if store.kind == "sqlite" and path.startswith(root):  # the file, its -wal and -journal
-            return True
-        if path == root or fnmatch.fnmatch(path, root):
-            return True
-    return False
 
 
 def snapshot_frames(files: SnapshotFiles) -> dict[str, pl.DataFrame]:
@@ -135,22 +109,34 @@ def watch(config_path: str | None = None, out: str | None = None, debounce_ms: i
     correlate(config_path=config_path, out=out)  # catch up, and fold any deltas of a dead watcher in
     cache_dir = Path(settings.embedding.cache_dir) if settings.embedding.cache_dir else catalog.cache_dir
     vectors_for = vector_source(settings, cache_dir)
-    with writer_lock(catalog.root):
-        seen = store_signatures(settings)  # before the stores are read: a write during the read shows next tick
-        files, state, stats = loaded_state(settings, catalog, vectors_for)
-    logger.info("loaded snapshot %s: %s", files.run_id, stats)
+    stores = StoreChanges(settings.stores)
+    try:
+        with writer_lock(catalog.root):
+            stores.mark()  # before the stores are read: a write during the read shows next tick
+            files, state, stats = loaded_state(settings, catalog, vectors_for)
+        logger.info("loaded snapshot %s: %s", files.run_id, stats)
+        for name in stores.unfollowed():
+            logger.warning("store %s is not followed live (a postgres store needs notify_channel or cursor_column): batch runs read it", name)
+        return _followed(settings, catalog, stores, files, state, vectors_for, debounce_ms, max_batches)
+    finally:
+        stores.close()  # the LISTEN and poll connections, the SQLite connections
+
+
+def _followed(settings: Settings, catalog: Catalog, stores: StoreChanges, files: SnapshotFiles, state: WatchState, vectors_for, debounce_ms: int, max_batches: int | None) -> dict[str, Any]:
+    """The event loop: one micro-batch per tick on which a store or the manual log changed."""
+    logger = get_run_logger()
     import watchfiles  # the file-system events (inotify on Linux), not a polling loop of ours
 
     paths = watched_paths(settings, catalog)
     manual_dir = str(catalog.manual_dir.resolve())
     batches, announced = 0, False
     # An idle tick yields no changes: the first one means the watches are in place, and each
-    # compares the stores' signatures, so what was written before that (or whose event was
-    # missed) is read within a tick rather than waiting for the next write to that file.
+    # asks every store whether it changed (transforms/stores/changes.py), so what was written
+    # before that, whose event was missed, or that no file event tells of (a SQLite WAL
+    # commit, a PostgreSQL row) is read within a tick.
     for changes in watchfiles.watch(*paths, stop_event=STOP, debounce=debounce_ms, step=10, rust_timeout=IDLE_TICK_MS, yield_on_timeout=True, raise_interrupt=False):
         changed = {str(Path(path)) for _change, path in changes}
-        now = store_signatures(settings)
-        names = sorted(set(stores_changed(settings, changed)) | {name for name, signature in now.items() if signature != seen.get(name)})
+        names = stores.changed(changed)
         manual_changed = any(path.startswith(manual_dir) for path in changed)
         if names or manual_changed:
             start = time.perf_counter()
@@ -158,14 +144,14 @@ def watch(config_path: str | None = None, out: str | None = None, debounce_ms: i
                 current = catalog.current_snapshot()
                 if current is None or current.run_id != files.run_id:
                     # a batch run published in between: it folded our deltas; follow its snapshot
-                    seen = store_signatures(settings)
+                    stores.mark()
                     files, state, stats = loaded_state(settings, catalog, vectors_for)
                     logger.info("batch run %s published: reloaded (%s)", files.run_id, stats)
                     continue
                 step = advanced(state, names, settings, catalog.manual_log, vectors_for)
                 folder = published(files, step)
                 state = step.state
-            seen.update({name: now[name] for name in names})
+            stores.read(names)
             stats = step.stats
             logger.info(
                 "micro-batch %d: stores %s, %d upserted, %d deleted, %d memories relinked, %d links -> %s in %.3fs",

@@ -9,6 +9,7 @@ import pytest
 from crosstier.core.config import ConfigError, load_settings, settings_from_dict
 
 STORE = {"name": "episodes", "kind": "jsonl", "path": "episodes.jsonl", "tier": "episodic"}
+PG = {"name": "pg", "kind": "postgres", "dsn_env": "AGENT_DSN", "table": "memories"}
 
 
 def settings(doc: dict, env: dict | None = None):
@@ -23,6 +24,12 @@ def test_defaults_and_relative_paths():
     assert s.output_dir == Path("/base/data/warehouse")
     assert s.stores[0].path == "/base/episodes.jsonl"
     assert s.enabled and s.auto_discover
+
+
+def test_a_postgres_store_names_how_the_watcher_follows_it():
+    store = settings({"stores": [{**PG, "notify_channel": "memories changed", "cursor_column": "updated_at"}]}).stores[0]
+    assert (store.notify_channel, store.cursor_column) == ("memories changed", "updated_at")
+    assert settings({"stores": [PG]}).stores[0].notify_channel is None
 
 
 def test_environment_overrides_the_file():
@@ -53,6 +60,11 @@ def test_environment_overrides_the_file():
         ({"stores": [{**STORE, "tier": "dreams"}]}, {}, "stores[0] (episodes).tier: unknown tier 'dreams'"),
         ({"stores": [{**STORE, "kind": "sqlite"}]}, {}, "stores[0] (episodes).table: a sqlite store needs a table or a query"),
         ({"stores": [{"name": "pg", "kind": "postgres", "table": "m"}]}, {}, "stores[0] (pg).dsn_env: required"),
+        ({"stores": [{**STORE, "notify_channel": "memories"}]}, {}, "stores[0] (episodes).notify_channel: only a postgres store has one"),
+        ({"stores": [{**PG, "notify_channel": 7}]}, {}, "stores[0] (pg).notify_channel: expected a non-empty name, got 7"),
+        ({"stores": [{**PG, "cursor_column": " "}]}, {}, "stores[0] (pg).cursor_column: expected a non-empty name, got ' '"),
+        ({"stores": [{**PG, "notify_channel": "c" * 64}]}, {}, "stores[0] (pg).notify_channel: not a PostgreSQL name (at most 63 bytes"),
+        ({"stores": [{**PG, "notify_chanel": "memories"}]}, {}, "stores[0].notify_chanel: unknown key"),
         ({"scoring": {"weights": {"semantic": "lots", "co_occurrence": 0.25, "temporal": 0.15, "cross_reference": 0.2}}}, {}, "scoring.weights.semantic: expected a number, got 'lots'"),
         ({"scoring": {"weights": {"semantic": 0.5, "co_occurrence": 0.25, "temporal": 0.15, "cross_reference": 0.2}}}, {}, "scoring.weights: must sum to 1, they sum to 1.1"),
         ({"scoring": {"weights": {"semantic": 0.4, "co_occurrence": 0.25, "temporal": 0.15}}}, {}, "scoring.weights.cross_reference: missing"),

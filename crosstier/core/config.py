@@ -33,6 +33,8 @@ class StoreConfig:
     chunk_rows: int = 5000  # postgres: rows fetched per round trip
     embedding_column: str | None = None  # a column of provided vectors, if any
     timezone: str | None = None  # markdown: the zone of times that name none (IANA name or UTC offset); UTC when unset
+    notify_channel: str | None = None  # postgres: `ctc watch` LISTENs on it and re-reads the store when notified
+    cursor_column: str | None = None  # postgres: `ctc watch` polls max(column), count(*) and re-reads when they move
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,9 @@ def _number(key: str, raw: object, *, integer: bool = False, low: float | None =
     return value
 
 
+PG_NAME_BYTES = 63  # PostgreSQL truncates longer identifiers: a longer channel would never match the trigger's
+
+
 def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
     where = f"stores[{index}]"
     if not isinstance(raw, dict):
@@ -160,6 +165,16 @@ def _store(index: int, raw: dict, base: Path, names: set[str]) -> StoreConfig:
             path = str(base / path)
         if kind == "sqlite" and not (raw.get("table") or raw.get("query")):
             raise ConfigError(f"{where}.table: a sqlite store needs a table or a query")
+    for key in ("notify_channel", "cursor_column"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if kind != "postgres":
+            raise ConfigError(f"{where}.{key}: only a postgres store has one (file stores are followed by their files)")
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}.{key}: expected a non-empty name, got {value!r}")
+        if len(value.encode("utf-8")) > PG_NAME_BYTES or "\x00" in value:
+            raise ConfigError(f"{where}.{key}: not a PostgreSQL name (at most {PG_NAME_BYTES} bytes, no NUL): {value!r}")
     chunk_rows = int(_number(f"{where}.chunk_rows", raw.get("chunk_rows", 5000), integer=True, low=1))
     zone = raw.get("timezone")
     if zone is not None:

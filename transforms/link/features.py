@@ -414,9 +414,11 @@ def _text_features(content: str, ids: set[str]) -> tuple:
             value_terms(without_boilerplate(content)), *causal_cue(content), copy_text(content), value_labels(content))
 
 
-def link_features(memories: pl.DataFrame) -> pl.DataFrame:
-    """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA."""
-    ids = set(memories["id"].to_list())
+def link_features(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.DataFrame:
+    """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA. `ids`: every
+    id a text may name (default: these memories'); the live path passes all of them when it
+    recomputes the evidence of a few, so `ref_ids` and `cites` are what a batch run finds."""
+    ids = set(memories["id"].to_list()) if ids is None else ids
     skills = skill_patterns(ids)
     rows = {name: [] for name in FEATURE_SCHEMA}
     cites: list[bool] = []

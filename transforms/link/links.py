@@ -87,10 +87,11 @@ def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
     return out
 
 
-def link_memories(memories: pl.DataFrame) -> pl.DataFrame:
-    """Memories sorted by id with a row index (`idx`) and the classifier's evidence columns."""
+def link_memories(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.DataFrame:
+    """Memories sorted by id with a row index (`idx`) and the classifier's evidence columns
+    (references resolved against `ids`, default these memories' ids)."""
     frame = memories.select(_MEMORY_COLUMNS).with_row_index("idx_in").sort("id")
-    return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)))
+    return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)), ids)
 
 
 def shared_term_weights(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.Series:

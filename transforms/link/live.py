@@ -23,7 +23,6 @@ import polars as pl
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import incremental, links
 from crosstier.transforms.link.candidates import candidate_pairs
-from crosstier.transforms.link.features import mentioned_ids
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
@@ -68,10 +67,10 @@ def _names_any(column: str, ids: list[str]) -> pl.Expr:
     return pl.col(column).list.eval(pl.element().is_in(pl.Series(ids, dtype=pl.String).implode())).list.any().fill_null(False)
 
 
-def link_features_of(memories: pl.DataFrame) -> pl.DataFrame:
+def link_features_of(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.DataFrame:
     """The classifier's per-memory evidence as links.link_memories makes it, without the
     row numbers (they change as memories come and go)."""
-    return links.link_memories(memories).drop("idx", "idx_in")
+    return links.link_memories(memories, ids).drop("idx", "idx_in")
 
 
 def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str]) -> pl.DataFrame:
@@ -94,14 +93,8 @@ def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, ch
         named_gone = kept.filter(_names_any("ref_ids", removed)).get_column("id")
         redo = pl.concat([redo, memories.filter(pl.col("id").is_in(named_gone.implode()))])
         kept = kept.filter(~pl.col("id").is_in(named_gone.implode()))
-    fresh = link_features_of(redo)
-    if fresh.height:
-        every_id = set(ids.to_list())
-        ref_ids = [
-            sorted(({r for r in (refs or ()) if r in every_id} | set(mentioned_ids(content, every_id))) - {memory_id})
-            for memory_id, content, refs in zip(fresh["id"].to_list(), fresh["content"].to_list(), fresh["refs"].to_list())
-        ]
-        fresh = fresh.with_columns(pl.Series("ref_ids", ref_ids, dtype=pl.List(pl.String)))
+    # against every id, not only redo's: `ref_ids` and `cites` depend on which ids exist
+    fresh = link_features_of(redo, set(ids.to_list()))
     return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
 
 
