@@ -21,13 +21,14 @@ from crosstier.core import manual_log
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import EmbeddingConfig, ScoringConfig, Settings, StoreConfig, load_settings
 from crosstier.flows.run_record import RunRecord
+from crosstier.transforms import partitions
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import context_vectors, embedding_texts
 from crosstier.transforms.link import incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
-from crosstier.transforms.stores.extract import Extracted, ExtractError, StoreExtract, combined_extracts, extract_store, with_vector_length
+from crosstier.transforms.stores.extract import Extracted, ExtractError, combined_extracts, extract_store, with_vector_length
 
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
 
@@ -60,11 +61,12 @@ def _retry_on_io(task_, task_run, state) -> bool:
 
 
 @task(name="extract", task_run_name="extract-{store.name}", retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=_retry_on_io, cache_policy=NO_CACHE)
-def extract_task(store: StoreConfig, max_content_bytes: int) -> StoreExtract:
+def extract_task(store: StoreConfig, max_content_bytes: int, folder: Path) -> partitions.StorePart:
+    """One store -> its memories and rejects partitions in `folder`."""
     fault_point("extract")
     result = extract_store(store, max_content_bytes)
     get_run_logger().info("store %s: %d records -> %d memories, %d rejects", store.name, result.records_read, result.memories.height, result.rejects.height)
-    return result
+    return partitions.StorePart.written(result, folder)
 
 
 @task(name="terms", cache_policy=NO_CACHE)
@@ -74,20 +76,24 @@ def terms_task(memories: pl.DataFrame) -> pl.DataFrame:
 
 
 @task(name="embed", task_run_name="embed-{shard_index}", cache_policy=NO_CACHE)
-def embed_shard_task(texts: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_index: int) -> tuple[pl.DataFrame, dict]:
+def embed_shard_task(texts_path: Path, config: EmbeddingConfig, cache_dir: Path, shard_index: int) -> tuple[Path, dict]:
+    """One shard of (text_hash, text) -> its (text_hash, embedding) partition beside it."""
     fault_point("embed")
     logger = get_run_logger()
     encoder = embed.shared_encoder(config.model, device=config.device, backend=config.backend, precision=config.precision, cache_dir=cache_dir)
-    vectors, stats = embed.embed_with_cache(texts, encoder, cache_dir, batch_size=config.batch_size, log=logger)
-    return vectors, stats.as_dict()
+    vectors, stats = embed.embed_with_cache(partitions.read_frame(texts_path), encoder, cache_dir, batch_size=config.batch_size, log=logger)
+    return partitions.write_frame(vectors, texts_path.with_name(f"vectors-{shard_index}.parquet")), stats.as_dict()
 
 
 @task(name="score", task_run_name="score-{namespace}", cache_policy=NO_CACHE)
-def score_task(namespace: str, memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus_ids: list[str] | None) -> tuple[pl.DataFrame, int]:
+def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: list[str] | None) -> tuple[Path, int]:
+    """One namespace's partition (memories.parquet, vectors.npy in `folder`) -> its scored
+    links partition (links.parquet) and the number of pairs scored."""
     fault_point("score")
-    scored, pairs = links.scored_links_with_count(memories, embeddings, scoring, focus_ids=focus_ids)
+    memories, vectors = partitions.read_frame(folder / "memories.parquet"), partitions.read_matrix(folder / "vectors.npy")
+    scored, pairs = links.scored_links_with_count(memories, np.asarray(vectors), scoring, focus_ids=focus_ids)
     get_run_logger().info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
-    return scored, pairs
+    return partitions.write_frame(scored, folder / "links.parquet"), pairs
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -114,18 +120,19 @@ def dashboard_task(out: Path) -> tuple[str | None, str | None]:
 # ---------------------------------------------------------------- helpers
 
 
-def extracted_stores(settings: Settings) -> Extracted:
-    """Every store's memories and rejects; a provided vector of the wrong length for the
-    model is a reject too, so one bad record never stops the run."""
-    futures = [extract_task.submit(store, settings.max_content_bytes) for store in settings.stores]
-    extracts = [f.result() for f in futures]
+def extracted_stores(settings: Settings, work: Path) -> Extracted:
+    """Every store's memories and rejects (one partition per store), ids checked across
+    stores; a provided vector of the wrong length for the model is a reject, so one bad
+    record never stops the run."""
+    futures = [extract_task.submit(store, settings.max_content_bytes, work / "extract" / f"{i:04d}") for i, store in enumerate(settings.stores)]
+    extracts = [f.result().read() for f in futures]
     if any(e.memories.get_column("embedding").is_not_null().any() for e in extracts if e.memories.height):
         dim = embed.model_dim(settings.embedding.model)
         extracts = [with_vector_length(e, dim) for e in extracts]
     return combined_extracts(extracts)
 
 
-def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int) -> tuple[pl.DataFrame, np.ndarray, dict]:
+def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int, work: Path) -> tuple[pl.DataFrame, np.ndarray, dict]:
     """What each memory's vector depends on (its text with session context, for fingerprints),
     and row-aligned vectors: each content encoded once (provided ones where a store gave them,
     the rest from the cache or the model, mapped over shards), then a session turn's context
@@ -136,9 +143,10 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     need = contents.join(provided.select("id"), on="id", how="anti")
     unique = need.unique("text_hash", keep="first").sort("text_hash")
     shards = [unique.slice(i, shard_size) for i in range(0, unique.height, shard_size)] or [unique]
-    futures = [embed_shard_task.submit(shard.select("text_hash", "text"), config, cache_dir, i) for i, shard in enumerate(shards)]
+    paths = [partitions.write_frame(shard.select("text_hash", "text"), work / "embed" / f"texts-{i}.parquet") for i, shard in enumerate(shards)]
+    futures = [embed_shard_task.submit(path, config, cache_dir, i) for i, path in enumerate(paths)]
     results = [f.result() for f in futures]
-    vectors = pl.concat([r[0] for r in results]) if results else pl.DataFrame()
+    vectors = pl.concat([partitions.read_frame(r[0]) for r in results]) if results else pl.DataFrame()
     stats = {"embedded": sum(r[1]["misses"] for r in results), "cached": sum(r[1]["hits"] for r in results), "provided": provided.height}
     by_id = pl.concat(
         [provided.select("id", "embedding"), need.join(vectors, on="text_hash", how="left").select("id", "embedding")]
@@ -150,17 +158,21 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     return texts, context_vectors(memories, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False)), stats
 
 
-def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None) -> tuple[pl.DataFrame, int]:
+def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None, work: Path) -> tuple[pl.DataFrame, int]:
+    """Links within each namespace (a partition each: links never cross one)."""
     futures = []
     indexed = memories.with_row_index("_row")
-    for (namespace,), group in indexed.group_by("namespace", maintain_order=True):
+    for i, ((namespace,), group) in enumerate(indexed.group_by("namespace", maintain_order=True)):
         focus_ids = None if focus is None else sorted(focus.intersection(group.get_column("id").to_list()))
         if focus_ids is not None and not focus_ids:
             continue
-        rows = group.get_column("_row").to_numpy()
-        futures.append(score_task.submit(namespace, group.drop("_row"), vectors[rows], scoring, focus_ids))
+        folder = work / "score" / f"{i:06d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        partitions.write_frame(group.drop("_row"), folder / "memories.parquet")
+        partitions.write_matrix(vectors[group.get_column("_row").to_numpy()], folder / "vectors.npy")
+        futures.append(score_task.submit(namespace, folder, scoring, focus_ids))
     results = [f.result() for f in futures]
-    frames = [r[0] for r in results]
+    frames = [partitions.read_frame(r[0]) for r in results]
     scored = pl.concat(frames) if frames else links.empty_scored_links()
     return scored, sum(r[1] for r in results)
 
@@ -177,16 +189,16 @@ class Linked:
     deleted: int
 
 
-def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.DataFrame, previous: dict[str, pl.DataFrame] | None, scoring: ScoringConfig) -> Linked:
+def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.DataFrame, previous: dict[str, pl.DataFrame] | None, scoring: ScoringConfig, work: Path) -> Linked:
     """Score the pairs that need it: all of them in a full run; in an incremental run only
     pairs touching a new, edited or deleted memory, the rest kept from the last snapshot."""
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:
-        scored, pairs = scored_by_namespace(memories, vectors, scoring, None)
+        scored, pairs = scored_by_namespace(memories, vectors, scoring, None, work)
         return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     focus, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
-    fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus)
+    fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus, work)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh]).sort("source_id", "target_id", "relationship_type")
     return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, len(focus), len(deleted))
@@ -243,14 +255,14 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
     run = RunRecord.start(settings, full)
     with run.recorded():
         with run.timed("extract"):  # 1. stores -> memories + rejects
-            extracted = extracted_stores(settings)
+            extracted = extracted_stores(settings, run.work_dir)
         with run.timed("terms"):  # 2. entities and key terms
             memories = terms_task(extracted.memories)
         with run.timed("embed"):  # 3. vectors: provided, cached or encoded
-            texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size)
+            texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size, run.work_dir)
         fault_point("candidates")
         with run.timed("score"):  # 4. + 5. candidates, score, classify, cap
-            linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring)
+            linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring, run.work_dir)
         with run.timed("manual"):  # 6. manual links
             relationships = with_manual_links(linked.capped, memories, run.catalog, run.run_id)
         run.counted(extracted, memories, relationships, embed_stats, linked)

@@ -22,6 +22,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
 from crosstier.core.writer_lock import writer_lock
+from crosstier.transforms.partitions import removed_work
 from crosstier.transforms.embed.text import CONTEXT_WEIGHT
 from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
@@ -93,6 +94,11 @@ class RunRecord:
     def cache_dir(self) -> Path:
         return Path(self.settings.embedding.cache_dir) if self.settings.embedding.cache_dir else self.catalog.cache_dir
 
+    @property
+    def work_dir(self) -> Path:
+        """This run's partitions (per store, shard and namespace), read and written by its tasks."""
+        return self.catalog.work_dir / self.run_id
+
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
@@ -107,7 +113,11 @@ class RunRecord:
         The run holds the warehouse's writer lock throughout: a watcher waits for it."""
         try:
             with writer_lock(self.catalog.root):
-                yield
+                removed_work(self.catalog.work_dir)  # partitions of runs that died
+                try:
+                    yield
+                finally:
+                    removed_work(self.work_dir)
         except BaseException as exc:
             failed = datetime.now(timezone.utc)
             self.summary.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=failed.isoformat(), seconds=(failed - self.started).total_seconds())

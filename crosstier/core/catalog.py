@@ -118,6 +118,11 @@ class Catalog:
         return self.root / "cache"
 
     @property
+    def work_dir(self) -> Path:
+        """Runs' partitions while they run (`work/<run_id>/`); nothing there outlives its run."""
+        return self.root / "work"
+
+    @property
     def embedding_cache(self) -> Path:
         return self.cache_dir / "embeddings"
 

@@ -299,3 +299,46 @@ def test_a_run_ended_by_a_signal_leaves_no_prefect_server_behind(tmp_path, share
             if _alive(pid):
                 os.kill(pid, 9)
         log.close()
+
+
+def test_mapped_tasks_take_and_return_partition_paths_and_no_run_leaves_them_behind(tmp_path, cached_embeddings):
+    """Extract and score tasks read and write partitions by path (what a Dask worker gets
+    and returns), equal to calling the transforms on frames; a run removes its partitions
+    and those of a run that died."""
+    import numpy as np
+    from prefect import flow
+
+    from crosstier.core.config import load_settings
+    from crosstier.flows.correlate import correlate, extract_task, score_task
+    from crosstier.transforms import partitions
+    from crosstier.transforms.link import links
+    from crosstier.transforms.link.terms import with_terms
+    from crosstier.transforms.stores.extract import extract_store
+
+    config = tiny_stores(tmp_path / "stores")
+    settings = load_settings(str(config))
+    store = next(s for s in settings.stores if s.name == "episodes")
+    direct = extract_store(store, settings.max_content_bytes)
+    memories = with_terms(direct.memories.drop("_raw"))
+    vectors = np.random.default_rng(3).normal(size=(memories.height, 384)).astype(np.float32)
+    folder = tmp_path / "work" / "score" / "000000"
+    partitions.write_frame(memories, folder / "memories.parquet")
+    partitions.write_matrix(vectors, folder / "vectors.npy")
+
+    @flow
+    def mapped():
+        return extract_task(store, settings.max_content_bytes, tmp_path / "work" / "extract" / "0000"), score_task("default", folder, settings.scoring, None)
+
+    part, (links_path, pairs) = mapped()
+    assert isinstance(part, partitions.StorePart) and part.memories.exists() and part.rows == direct.memories.height
+    assert part.read().memories.equals(direct.memories) and part.read().rejects.equals(direct.rejects)
+    expected, expected_pairs = links.scored_links_with_count(memories, vectors, settings.scoring)
+    assert links_path == folder / "links.parquet" and pairs == expected_pairs
+    assert partitions.read_frame(links_path).equals(expected)
+    assert not list((tmp_path / "work").rglob("*.tmp"))  # written by rename: no half partition left
+
+    dead = settings.output_dir / "work" / "20260101T000000-dead" / "score" / "000000"
+    dead.mkdir(parents=True)
+    (dead / "memories.parquet").write_bytes(b"left by a killed run")
+    assert correlate(config_path=str(config))["status"] == "published"
+    assert not list((settings.output_dir / "work").rglob("*")), "partitions outlived their run"
