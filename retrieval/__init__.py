@@ -14,7 +14,7 @@ _WHERE = {
     "discover_links": "crosstier.retrieval.discover",
     "add_relationship": "crosstier.retrieval.manual",
     "retrieve_with_expansion": "crosstier.retrieval.retrieve",
-    "report": "crosstier.retrieval.report",
+    "report": "crosstier.retrieval.workspace_report",
     "run_sql": "crosstier.retrieval.adhoc",
     "ReadSideError": "crosstier.retrieval.errors",
     "NoSnapshotError": "crosstier.retrieval.errors",

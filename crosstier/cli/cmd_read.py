@@ -127,7 +127,7 @@ def correlations(args: argparse.Namespace, settings) -> int:
 
 def graph(args: argparse.Namespace, settings) -> int:
     from crosstier.retrieval.correlations import build_correlation_graph
-    from crosstier.retrieval.report import tree_lines
+    from crosstier.retrieval.workspace_report import tree_lines
 
     result = build_correlation_graph(
         args.memory_ids, include_tiers=args.tiers, max_depth=args.depth, min_score=args.min_score, relationship_types=args.types,
@@ -214,7 +214,7 @@ def retrieve(args: argparse.Namespace, settings) -> int:
 
 
 def report_command(args: argparse.Namespace, settings) -> int:
-    from crosstier.retrieval.report import report
+    from crosstier.retrieval.workspace_report import report
 
     text = report(args.memory_id, principal=args.principal, namespace=args.namespace, max_depth=args.depth, settings=settings, out=settings.output_dir)
     if args.json:

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from crosstier.retrieval.correlations import build_correlation_graph, find_correlations
-from crosstier.retrieval import report  # the package name: importing the submodule first would shadow it
+from crosstier.retrieval import report
 from crosstier.transforms.link.copies import normalised_text
 
 WORKSPACE = Path(__file__).parents[1] / "fixtures" / "openclaw_workspace"
@@ -135,3 +135,12 @@ def test_report_speaks_of_the_memory_and_its_neighbourhood(out, tables):
     # an orphan among the entries of the seed's day is named; one from elsewhere is not
     emoji = report(_id(memories, "Clawd: **Emoji**")[0], out=out)
     assert "**Orphan memory** — " in emoji and "Kanban" not in emoji.split("## Recommendations")[1]
+
+
+def test_the_report_function_is_not_shadowed_by_its_module():
+    import importlib
+
+    import crosstier.retrieval as retrieval
+
+    importlib.import_module("crosstier.retrieval.workspace_report")  # what `ctc report` imports first
+    assert callable(retrieval.report) and retrieval.report.__module__ == "crosstier.retrieval.workspace_report"
