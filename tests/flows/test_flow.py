@@ -191,11 +191,12 @@ def test_ctc_run_prints_summary_and_paths(tmp_path, shared_embedding_cache):
 
 
 @pytest.mark.timeout(240)
-def test_serve_fires_a_scheduled_run(tmp_path, shared_embedding_cache):
+def test_serve_fires_a_scheduled_run_on_the_server_prefect_api_url_names(tmp_path, shared_embedding_cache, prefect_api):
+    """With PREFECT_API_URL set (the suite's server), `ctc serve` registers there and starts
+    no server of its own; the cron test below covers the local server it starts otherwise."""
     config = tiny_stores(tmp_path / "stores")
     out = tmp_path / "wh"
-    env = {**os.environ, "EMBED_CACHE_DIR": str(shared_embedding_cache)}
-    env.pop("PREFECT_API_URL", None)
+    env = {**os.environ, "EMBED_CACHE_DIR": str(shared_embedding_cache), "PREFECT_API_URL": prefect_api}
     log = open(tmp_path / "serve.log", "wb")
     server = subprocess.Popen([sys.executable, "-m", "crosstier.cli", "serve", "--config", str(config), "--out", str(out), "--interval", "5"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -213,7 +214,8 @@ def test_serve_fires_a_scheduled_run(tmp_path, shared_embedding_cache):
         server.wait(timeout=60)
         log.close()
     assert Catalog(out).database.exists()
-    assert "started a local Prefect server" in (tmp_path / "serve.log").read_text()
+    assert "started a local Prefect server" not in (tmp_path / "serve.log").read_text()
+    assert not (out / ".prefect").exists()
 
 
 @pytest.mark.timeout(240)
