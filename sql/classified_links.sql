@@ -27,13 +27,13 @@ kept as (
             lambda t: list_contains(a.named_terms, t) or list_contains(b.named_terms, t)
         ) as shared_names,
         a.tier as a_tier, a.timestamp as a_ts, a.session_id as a_session, a.content as a_content,
-        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negation_scope as a_scope,
+        a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negative_stated as a_negative, a.negation_scope as a_scope,
         a.polarity as a_polarity,
         a.polarity_flip as a_polarity_flip, a.vals as a_vals, a.subject_terms as a_subject,
         a.causal_cue as a_cue, a.cause_terms as a_cause, a.exclusive as a_exclusive,
         a.copy_text as a_copy, a.value_labels as a_labels,
         b.tier as b_tier, b.timestamp as b_ts, b.session_id as b_session, b.content as b_content,
-        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated, b.negation_scope as b_scope,
+        b.terms as b_terms, b.negation as b_negation, b.negated_terms as b_negated, b.stated_terms as b_stated, b.negative_stated as b_negative, b.negation_scope as b_scope,
         b.polarity as b_polarity,
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause, b.exclusive as b_exclusive,
@@ -104,11 +104,15 @@ evidence as (
             )
         ) as exclusive_groups,
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
-        -- word of it, outside any negation; two sides whose negations share a word negate the same thing
+        -- word of it, outside any negation; two sides whose negations share a word negate the same thing;
+        -- a negation the other side answers with a negative state word outside the phrase is a double
+        -- negative ("nobody is in the room" / "the room is empty"), not a conflict
         not list_has_any(a_scope, b_scope) as negations_apart,
-        negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' ')))) > 0
+        negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
+            and len(list_filter(b_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             as a_negates_b,
-        negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' ')))) > 0
+        negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
+            and len(list_filter(a_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             as b_negates_a,
         case
             -- an episode that cites the fact gives evidence for it (supports); without two dates every
@@ -220,7 +224,7 @@ reasoned as (
                         array_to_string(list_sort(list_distinct(list_transform(a_own_values, lambda v: split_part(v, '=', 2)))), ', ')
                         || ' vs '
                         || array_to_string(list_sort(list_distinct(list_transform(b_own_values, lambda v: split_part(v, '=', 2)))), ', ')
-                    when antonym_conflict then
+                    when antonym_conflict and not (a_negates_b or b_negates_a) then
                         'opposite ' || regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '')
                     when exclusive_conflict then
                         array_to_string(list_sort(list_transform(
@@ -230,7 +234,7 @@ reasoned as (
                         || array_to_string(list_sort(list_transform(
                             list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = exclusive_groups[1]),
                             lambda w: split_part(w, '=', 2))), ', ')
-                    else 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'
+                    when a_negates_b or b_negates_a then 'negation (' || case when a_negates_b then a_negation else b_negation end || ')'
                 end
             when relationship_type = 'causal' then
                 'Causal cue: ' || case when a_causes_b then b_cue else a_cue end
@@ -246,9 +250,9 @@ reasoned as (
                         || ' -> '
                         || array_to_string(list_sort(list_distinct(list_transform(
                             case when a_before then b_own_values else a_own_values end, lambda v: split_part(v, '=', 2)))), ', ')
-                    when antonym_conflict then
+                    when antonym_conflict and not (a_negates_b or b_negates_a) then
                         regexp_replace(list_intersect(a_polarity, b_polarity_flip)[1], '[+-]$', '') || ' turned the other way'
-                    else 'now negated (' || case when a_negates_b then a_negation else b_negation end || ')'
+                    when a_negates_b or b_negates_a then 'now negated (' || case when a_negates_b then a_negation else b_negation end || ')'
                 end
             when relationship_type = 'temporal_sequence' then
                 case when same_session then 'Sequential session' else 'Close in time' || case

@@ -77,6 +77,10 @@ NOT_CONTRADICTIONS = [
         fact("No staging deploys during the freeze window"),
         id="both-negate",
     ),
+    # a negation answered by a word that states the absence: a double negative, the same claim
+    pytest.param(fact("Nobody is in the meeting room"), fact("The meeting room is empty"), id="nobody-vs-empty"),
+    pytest.param(fact("The store is not open on Sundays"), fact("The store is closed on Sundays"), id="not-open-vs-closed"),
+    pytest.param(fact("Maya does not like tabs"), fact("Maya dislikes tabs"), id="not-like-vs-dislikes"),
 ]
 
 
@@ -110,6 +114,11 @@ CONTRADICTIONS = [
         fact("Maya drinks coffee every morning"), fact("Maya doesn't drink coffee anymore"), "negation (n't)",
         id="contraction-with-filler",
     ),
+    # the negated word itself is the absence: still a conflict
+    pytest.param(fact("The water tank is empty"), fact("The water tank is not empty"), "negation (not)", id="not-empty-vs-empty"),
+    # a weekday alone is a value of its subject, not date noise of a carried-forward copy
+    pytest.param(fact("The gym class is on Tuesday"), fact("The gym class is on Thursday"), "tuesday vs thursday",
+                 id="weekday"),
 ]
 
 

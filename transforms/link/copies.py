@@ -22,14 +22,16 @@ from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 _WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?"
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-# What a carried-forward copy changes without saying anything new: its date, weekday, clock time.
+# What a carried-forward copy changes without saying anything new: its date, clock time and, beside
+# a date or time, its weekday. A weekday alone is a stated value ("the gym class is on Tuesday" and
+# "... on Thursday" are two claims, not one carried forward).
 _DATE_NOISE = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?z?)?"
     r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"
-    rf"|\b{_WEEKDAY}\b"
     rf"|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b"
     r"|\d{1,2}月\d{1,2}日|星期[一二三四五六日天]|周[一二三四五六日]",
 )
+_WEEKDAY_WORD = re.compile(rf"\b{_WEEKDAY}\b")
 _MARKUP = re.compile(r"[*_`~>#|\[\]()]+")
 _PUNCT = re.compile(r"[^\w\s]+")
 _SPACE = re.compile(r"\s+")
@@ -40,7 +42,8 @@ COPY_COLUMNS = {"id": pl.String, "copy_key": pl.String, "copy_rank": pl.Int64, "
 def normalised_text(content: str) -> str:
     """The text a copy shares with its original: case, markup, punctuation, spacing and dates set aside."""
     text = unicodedata.normalize("NFKC", content).lower()
-    text = _DATE_NOISE.sub(" ", text)
+    if _DATE_NOISE.search(text):
+        text = _WEEKDAY_WORD.sub(" ", _DATE_NOISE.sub(" ", text))
     text = _PUNCT.sub(" ", _MARKUP.sub(" ", text))
     return _SPACE.sub(" ", text).strip()
 

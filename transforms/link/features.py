@@ -47,12 +47,19 @@ _ANTONYMS = (
     ("alive", "dead"), ("happy", "sad"), ("cheap", "expensive"), ("fast", "slow"), ("loud", "quiet"),
     ("online", "offline"), ("healthy", "sick"), ("visible", "hidden"), ("pass", "fail"), ("valid", "invalid"),
 )
+# The negative words that state an absence or a refusal ("empty", "disabled", "rejected"): "not X"
+# says the same as one of them, unlike the other opposites (outside, standing, late), which are
+# states of their own.
+_PRIVATIVE = ("disable", "deny", "block", "forbid", "dislike", "hate", "avoid", "reject", "remove", "exclude",
+              "stop", "disagree", "fail", "false", "close", "never", "drop", "uninstall", "unlock", "empty",
+              "absent", "dead", "hidden", "invalid", "offline", "lose")
 # stem -> [(group, sign)]
 POLARITY: dict[str, list[tuple[str, str]]] = {}
 for _pos, _neg in _ANTONYMS:
     POLARITY.setdefault(stem(_pos), []).append((_pos, "+"))
     POLARITY.setdefault(stem(_neg), []).append((_pos, "-"))
-_POLAR_WORD = re.compile(r"[a-z]+")
+_PRIVATIVE_STEMS = frozenset(stem(w) for w in _PRIVATIVE)
+_POLAR_WORD = re.compile(r"[a-z]+", re.IGNORECASE)
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 # A stated value: a number or version (not part of a date, time, range, id or #ref) or a weekday.
@@ -92,6 +99,7 @@ FEATURE_SCHEMA = {
     "negation": pl.String,
     "negated_terms": pl.List(pl.String),
     "stated_terms": pl.List(pl.String),
+    "negative_stated": pl.List(pl.String),
     "negation_scope": pl.List(pl.String),
     "polarity": pl.List(pl.String),
     "polarity_flip": pl.List(pl.String),
@@ -108,12 +116,34 @@ FEATURE_SCHEMA = {
 
 
 def polarity_marks(content: str) -> list[str]:
-    """'group+' / 'group-' for each polar word in the text (enable+, enable- for disable)."""
+    """'group+' / 'group-' for each polar word in the text (enable+, enable- for disable); a word
+    inside a negation's clause counts with the other sign ("not open" is open-, "does not like" like-)."""
+    spans = [(match.end(), end) for match, end in _negation_clauses(content)]
     marks = set()
-    for word in _POLAR_WORD.findall(content.lower()):
-        for group, sign in POLARITY.get(stem(word), ()):
+    for word in _POLAR_WORD.finditer(content):
+        for group, sign in POLARITY.get(stem(word.group(0).lower()), ()):
+            if any(start <= word.start() < end for start, end in spans):
+                sign = "-" if sign == "+" else "+"
             marks.add(group + sign)
     return sorted(marks)
+
+
+def _negation_clauses(content: str) -> list[tuple[re.Match, int]]:
+    """Each negation cue and where its clause ends: the cue's scope."""
+    out = []
+    for match in _NEGATION.finditer(content):
+        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
+        out.append((match, match.end() + len(clause)))
+    return out
+
+
+def negative_states(stated: list[str]) -> list[str]:
+    """The stated words that state an absence or a refusal (_PRIVATIVE: "empty", "unlocked", "dislikes").
+
+    A negation answered by one of them is a double negative, not a conflict: "nobody is in the
+    meeting room" and "the meeting room is empty" agree (sql/classified_links.sql).
+    """
+    return [w for w in stated if w in _PRIVATIVE_STEMS]
 
 
 def _subject_before(text: str) -> str | None:
@@ -165,9 +195,9 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     cue = None
     phrases = set()
     scoped = []  # (start, end) of each cue and its scope
-    for match in _NEGATION.finditer(content):
-        clause = _CLAUSE_END.split(content[match.end():], maxsplit=1)[0]
-        scoped.append((match.start(), match.end() + len(clause)))
+    for match, end in _negation_clauses(content):
+        clause = content[match.end():end]
+        scoped.append((match.start(), end))
         words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
         if words:
             cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
@@ -230,12 +260,12 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
 
 
 def subject_terms(terms: list[str]) -> list[str]:
-    """The terms a statement is about: terms with digits (values) dropped, polar words folded onto their
+    """The terms a statement is about: values (terms with digits, weekdays) dropped, polar words folded onto their
     group, the members of an exclusive group (a man / a woman, a dog / a cat) folded onto the group."""
     out = set()
     for term in terms:
-        if any(ch.isdigit() for ch in term):
-            continue
+        if any(ch.isdigit() for ch in term) or term.rstrip("s") in _WEEKDAYS:
+            continue  # a value, not what the statement is about ("the gym class is on Tuesday")
         groups = POLARITY.get(term)
         exclusive = EXCLUSIVE.get(term)
         if groups:
@@ -439,6 +469,7 @@ def link_features(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.Dat
         rows["negation"].append(cue)
         rows["negated_terms"].append(negated)
         rows["stated_terms"].append(stated)
+        rows["negative_stated"].append(negative_states(stated))
         rows["negation_scope"].append(scope)
         rows["polarity"].append(marks)
         rows["polarity_flip"].append(flip)
