@@ -1,22 +1,16 @@
--- purpose: the pairs that become links (score >= $min_score, or an explicit reference), each with
---          its relationship type, direction and reason (DESIGN.md, Relationship types)
+-- purpose: the qualifying pairs (sql/qualifying_pairs.sql) as links, each with its relationship
+--          type, direction and reason (DESIGN.md, Relationship types)
 -- grain: one row per linked pair, stored as a directed edge source_id -> target_id
 --        (contradicts: once, source_id < target_id)
--- inputs: pair_scores (sql/pair_scores.sql), link_memories (memories with transforms/link/features.py columns)
+-- inputs: qualifying_pairs (pair_scores' columns), link_memories (memories with transforms/link/features.py columns)
 with
 
-pair_scores as (
-    select * from pair_scores
+qualifying_pairs as (
+    select * from qualifying_pairs
 ),
 
 memories as not materialized (
     select * from link_memories
-),
-
-above_threshold as (
-    -- prune before classifying: only pairs that will be published are joined to their evidence
-    select * from pair_scores
-    where score >= $min_score or cross_reference > 0
 ),
 
 kept as (
@@ -38,20 +32,10 @@ kept as (
         b.polarity_flip as b_polarity_flip, b.vals as b_vals, b.subject_terms as b_subject,
         b.causal_cue as b_cue, b.cause_terms as b_cause, b.exclusive as b_exclusive,
         b.copy_text as b_copy, b.value_labels as b_labels,
-        least(a.latin_share, b.latin_share) as script_share,
         a.ended as a_ended, b.ended as b_ended
-    from above_threshold as s
+    from qualifying_pairs as s
     join memories as a on a.idx = s.a_idx
     join memories as b on b.idx = s.b_idx
-),
-
-vouched as (
-    -- a cosine the model cannot vouch for (a text mostly outside its language) makes no link on its
-    -- own: such a pair needs an explicit reference or shared terms as well
-    select * from kept
-    where script_share >= $min_model_script_share
-        or cross_reference > 0
-        or co_occurrence >= $unvouched_min_co_occurrence
 ),
 
 evidence as (
@@ -123,7 +107,7 @@ evidence as (
             when a_tier = 'episodic' and b_tier = 'semantic' then
                 b_refers_a or (not a_refers_b and coalesce(a_ts <= b_ts, true))
         end as episode_is_origin
-    from vouched
+    from kept
 ),
 
 not_contradictions as (

@@ -280,7 +280,8 @@ def _shared_key_pairs(
 
 
 def term_pairs(
-    memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
+    memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None,
+    ranked: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Pairs found by the prefix-filtered term joins of the routes (see _shared_key_pairs).
 
@@ -288,7 +289,7 @@ def term_pairs(
     join key is (namespace, term, bucket), the left side probing bucket + d (and - d when
     only the focus rows probe). Far route (both timestamped, any distance; it is needed
     for ends more than 2*tau apart) and untimed route (an end without a timestamp): the
-    key is (namespace, term).
+    key is (namespace, term). `ranked`: ranked_terms(memories), when the caller already has it.
     """
     overlaps = route_overlaps(scoring)
     floors = route_cosine_floors(scoring)
@@ -300,7 +301,7 @@ def term_pairs(
         (focus if focus is not None else pl.lit(True)).alias("focus"),
     )
     ns_size = memories.group_by("namespace").agg(pl.len().alias("ns_size"))
-    ranked = ranked_terms(memories).join(info, on="idx").join(ns_size, on="namespace").with_columns(
+    ranked = (ranked if ranked is not None else ranked_terms(memories)).join(info, on="idx").join(ns_size, on="namespace").with_columns(
         (pl.col("df") > scoring.max_term_share * pl.col("ns_size")).alias("common")
     ).drop("df", "ns_size")
     timed_terms = ranked.filter("timed")
@@ -418,14 +419,16 @@ def bounded_pairs(
 
 
 def candidate_pairs(
-    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None,
+    *, ranked: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """All pairs (a_idx < b_idx) that can reach the threshold or carry an explicit reference.
 
     `memories` needs idx (row number), id, namespace, timestamp, terms, ref_ids; `focus` (bool
-    per row) keeps only pairs with an end in focus.
+    per row) keeps only pairs with an end in focus; `ranked`: ranked_terms(memories), reused
+    when many blocks of one frame are searched.
     """
-    found = pl.concat([term_pairs(memories, embeddings, scoring, focus), similarity_pairs(memories, embeddings, scoring, focus)])
+    found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked), similarity_pairs(memories, embeddings, scoring, focus)])
     parts = [bounded_pairs(memories, embeddings, scoring, found.unique()), reference_pairs(memories, focus)]
     return pl.concat(parts).unique().sort("a_idx", "b_idx")
 

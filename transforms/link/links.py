@@ -17,13 +17,15 @@ from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
-from crosstier.transforms.link.candidates import all_pairs, candidate_pairs
+from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms
+from crosstier.transforms.link.cap_reach import cap_reach, within_reach
 from crosstier.transforms.link.features import link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _COSINE_CHUNK = 2048  # pairs per gather: two float32 blocks and their float64 product stay in cache
+_BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
@@ -111,8 +113,8 @@ def shared_term_weights(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.Series:
     return weights.cast(pl.Float64).alias("shared_weight")
 
 
-def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
-    """Score the pairs (sql/pair_scores), keep and classify the links (sql/classified_links)."""
+def qualifying_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """Score the pairs (sql/pair_scores) and keep those that become links (sql/qualifying_pairs)."""
     cosines = pair_cosines(embeddings, pairs)
     pairs = pairs.with_columns(
         pl.Series("cosine", cosines, dtype=pl.Float64),
@@ -123,14 +125,29 @@ def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
     con = duckdb.connect()
     try:
         con.register("pairs", pairs.to_arrow())
-        con.register("link_memories", frame.drop("idx_in").to_arrow())
+        con.register("link_memories", frame.select("idx", "id", "namespace", "timestamp", "terms", "term_weights", "ref_ids", "cites", "latin_share").to_arrow())
         # a view over the bound query, not a table: DuckDB streams the scores into the threshold filter
         con.sql(sql.load("pair_scores"), params=_params("pair_scores", values)).create_view("pair_scores")
-        links = con.sql(sql.load("classified_links"), params=_params("classified_links", values)).to_arrow_table()
-        links = pl.from_arrow(links)
+        return pl.from_arrow(con.sql(sql.load("qualifying_pairs"), params=_params("qualifying_pairs", values)).to_arrow_table())
+    finally:
+        con.close()
+
+
+def classified(frame: pl.DataFrame, qualifying: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """The qualifying pairs typed, directed and explained (sql/classified_links), as relationship rows."""
+    con = duckdb.connect()
+    try:
+        con.register("qualifying_pairs", qualifying.to_arrow())
+        con.register("link_memories", frame.drop("idx_in").to_arrow())
+        links = pl.from_arrow(con.sql(sql.load("classified_links"), params=_params("classified_links", scoring_params(scoring))).to_arrow_table())
     finally:
         con.close()
     return links.cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names()).sort("source_id", "target_id")
+
+
+def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """Score the pairs, keep and classify the links (sql/pair_scores, qualifying_pairs, classified_links)."""
+    return classified(frame, qualifying_pairs(frame, embeddings, pairs, scoring), scoring)
 
 
 def _prepared(memories: pl.DataFrame, embeddings: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
@@ -166,12 +183,37 @@ def scored_links_with_count(
     scoring: ScoringConfig,
     *,
     focus_ids: Collection[str] | None = None,
+    within_cap: int | None = None,
 ) -> tuple[pl.DataFrame, int]:
-    """`scored_links` and how many candidate pairs were scored to find them (for run stats)."""
+    """`scored_links` and how many candidate pairs were scored to find them (for run stats).
+
+    With `within_cap` (max_links_per_memory), the pairs are scored _BLOCK_ROWS
+    memories at a time and the links the cap can never keep are dropped as they come
+    (transforms/link/cap_reach.py), so memory stays bounded where thousands of pairs per
+    memory qualify; the result then holds every link a cap over it or over all links keeps."""
     frame, vectors = _prepared(memories, embeddings)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
-    pairs = candidate_pairs(frame, vectors, scoring, focus)
-    return classified_pairs(frame, vectors, pairs, scoring), pairs.height
+    if within_cap is None:
+        pairs = candidate_pairs(frame, vectors, scoring, focus)
+        return classified_pairs(frame, vectors, pairs, scoring), pairs.height
+    reach = cap_reach(frame, within_cap)
+    rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
+    # each pair is scored in the block of its first focus end (a non-focus end never leads a block)
+    block_of = np.full(frame.height, np.iinfo(np.int64).max, dtype=np.int64)
+    block_of[rows] = np.arange(len(rows)) // _BLOCK_ROWS
+    ranked = ranked_terms(frame)
+    kept: list[pl.DataFrame] = []
+    scored = 0
+    for block in range(-(-len(rows) // _BLOCK_ROWS)):
+        in_block = pl.Series(block_of == block)
+        pairs = candidate_pairs(frame, vectors, scoring, in_block, ranked=ranked)
+        lead = np.minimum(block_of[pairs["a_idx"].to_numpy()], block_of[pairs["b_idx"].to_numpy()])
+        pairs = pairs.filter(pl.Series(lead == block))
+        scored += pairs.height
+        kept = [within_reach(pl.concat([*kept, qualifying_pairs(frame, vectors, pairs, scoring)]), reach, ("a_id", "b_id"))]
+    if not kept:
+        return empty_scored_links(), scored
+    return classified(frame, kept[0].sort("a_idx", "b_idx"), scoring), scored
 
 
 def empty_scored_links() -> pl.DataFrame:

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link import incremental, links
+from crosstier.transforms.link import cap_reach, incremental, links
 from crosstier.transforms.link.candidates import candidate_pairs
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -150,8 +150,11 @@ def relinked(
     features = refreshed_features(index.features, memories, changed)
     if not touched:
         return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
-    kept = incremental.kept_links(index.scored, touched)
-    fresh, pairs = focused_links(features, vectors, scoring, changed)
+    # the batch run's stored links stop at the cap's reach: as there, memories whose top links
+    # may have lost a member are scored again (transforms/link/cap_reach.py)
+    focus = cap_reach.refocused(changed, deleted, index.scored, cap_reach.cap_reach(memories, scoring.max_links_per_memory))
+    kept = incremental.kept_links(index.scored, focus | deleted)
+    fresh, pairs = focused_links(features, vectors, scoring, focus)
     # kept has no end in touched and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
     after = capped(scored, memories, scoring)

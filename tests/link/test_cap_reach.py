@@ -1,0 +1,141 @@
+"""Pruning scored links to the cap's reach (transforms/link/cap_reach.py): what the cap keeps is
+unchanged, blocks pruned as they come equal one prune of everything, and an incremental run
+that scores the refocused memories again stores exactly what a full run stores."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import crosstier.transforms.link.links as links_module
+from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_reach, refocused, within_reach
+from crosstier.transforms.link.links import capped_links, link_memories, scored_links, scored_links_with_count
+from crosstier.transforms.link.terms import with_terms
+
+_spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+
+KEYS = ["source_id", "target_id", "relationship_type"]
+
+
+def _units(*copied: tuple[str, str], ids: str = "abcdefgh") -> pl.DataFrame:
+    groups = dict(copied)
+    return pl.DataFrame({
+        "id": list(ids),
+        "unit": [groups.get(i, i) for i in ids],
+        "copied": [i in groups for i in ids],
+    })
+
+
+def _links(*rows: tuple[str, str, float, float | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"source_id": [r[0] for r in rows], "target_id": [r[1] for r in rows],
+         "score": [r[2] for r in rows], "cross_reference": [r[3] for r in rows]},
+        schema={"source_id": pl.String, "target_id": pl.String, "score": pl.Float64, "cross_reference": pl.Float64},
+    )
+
+
+NO_REFS = pl.DataFrame(schema={"memory": pl.String, "other": pl.String})
+# with one link per memory: a-c is second at a (a-b is stronger) and second at c (c-d is stronger)
+LINKS = _links(("a", "b", 0.9, None), ("a", "c", 0.8, None), ("c", "d", 0.95, None), ("b", "e", 0.7, None))
+
+
+def test_a_link_outranked_at_both_ends_is_beyond_reach_and_only_that_one():
+    flags = beyond_reach(LINKS, CapReach(_units(), NO_REFS, 1))
+    assert flags.to_list() == [False, True, False, False]  # b-e is second at b but first at e: it stays
+
+
+def test_a_copy_end_keeps_its_links_and_a_wider_cap_drops_nothing():
+    assert not beyond_reach(LINKS, CapReach(_units(("c", "g1"), ("h", "g1")), NO_REFS, 1)).any()
+    assert not beyond_reach(LINKS, CapReach(_units(), NO_REFS, 2)).any()
+
+
+def test_a_unit_explicitly_referenced_does_not_count_against_the_cap():
+    refs = pl.DataFrame({"memory": ["c"], "other": ["d"]})
+    assert not beyond_reach(LINKS, CapReach(_units(), refs, 1)).any()
+    # the same reference as an explicit link among the pruned ones counts too
+    explicit = LINKS.with_columns(pl.when(pl.col("target_id") == "d").then(1.0).alias("cross_reference"))
+    assert beyond_reach(explicit, CapReach(_units(), NO_REFS, 1)).to_list() == [False, False, False, False]
+
+
+def test_ties_never_push_a_link_out():
+    tied = _links(("a", "b", 0.8, None), ("a", "c", 0.8, None), ("c", "d", 0.8, None))
+    assert not beyond_reach(tied, CapReach(_units(), NO_REFS, 1)).any()
+
+
+@pytest.fixture(scope="module")
+def generated():
+    memories, embeddings = corpus.generate_corpus(300, seed=5)
+    return with_terms(memories), embeddings
+
+
+def _scoring(k: int) -> ScoringConfig:
+    # a lowered threshold: most pairs of a topic qualify, as in a big namespace, so the cap binds
+    return replace(ScoringConfig(), min_correlation_score=0.45, max_links_per_memory=k)
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.sort(KEYS)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_unchanged(generated, monkeypatch, k):
+    memories, embeddings = generated
+    scoring = _scoring(k)
+    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # eight blocks
+    everything = scored_links(memories, embeddings, scoring)
+    pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k)
+    assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]  # each pair scored once
+    assert pruned.join(everything, on=KEYS, how="anti").height == 0
+    if k <= 3:  # with about eight links a memory, a cap of 8 binds for few
+        assert pruned.height < everything.height * 0.9
+    exact = within_reach(everything, cap_reach(link_memories(memories), k))
+    assert _sorted(pruned).equals(_sorted(exact))
+    assert _sorted(capped_links(pruned, k, memories)).equals(_sorted(capped_links(everything, k, memories)))
+
+
+def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFrame, set[str], set[str]]:
+    """Some memories edited, some deleted, two added (one a copy of a kept memory)."""
+    ids = memories["id"].to_list()
+    picked = rng.choice(len(ids), size=18, replace=False)
+    edited = {ids[i] for i in picked[:8]}
+    deleted = {ids[i] for i in picked[8:14]}
+    copy_of = memories.filter(~pl.col("id").is_in(list(edited | deleted))).row(int(picked[14]) % 100, named=True)
+    changed = memories.filter(~pl.col("id").is_in(list(deleted))).with_columns(
+        pl.when(pl.col("id").is_in(list(edited))).then(pl.col("content") + " kafka rollout").otherwise(pl.col("content")).alias("content")
+    )
+    added = pl.DataFrame([{**copy_of, "id": "new-copy"}, {**memories.row(int(picked[15]), named=True), "id": "new-other", "content": "kafka rollout plan"}],
+                         schema=memories.schema)
+    return with_terms(pl.concat([changed.drop("terms"), added.drop("terms")])), edited | {"new-copy", "new-other"}, deleted
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, k, seed):
+    memories, embeddings = generated
+    scoring = _scoring(k)
+    stored = scored_links_with_count(memories, embeddings, scoring, within_cap=k)[0]
+    vector_of = dict(zip(memories["id"].to_list(), embeddings))
+    rng = np.random.default_rng(seed)
+    after, changed, deleted = _edited(memories, rng)
+    vector_of["new-copy"], vector_of["new-other"] = rng.normal(size=(2, embeddings.shape[1])).astype(np.float32)
+    vectors = np.stack([vector_of[i] for i in after["id"].to_list()])
+
+    reach = cap_reach(after, k)
+    focus = refocused(changed, deleted, stored, reach)
+    assert focus > changed - deleted  # neighbours of the edited and deleted ones are scored again
+    kept = stored.filter(~pl.col("source_id").is_in(list(focus | deleted)) & ~pl.col("target_id").is_in(list(focus | deleted)))
+    fresh = scored_links_with_count(after, vectors, scoring, focus_ids=focus, within_cap=k)[0]
+    incremental = within_reach(pl.concat([kept, fresh]), reach)
+
+    full = scored_links_with_count(after, vectors, scoring, within_cap=k)[0]
+    assert _sorted(incremental).equals(_sorted(full))
+    everything = scored_links(after, vectors, scoring)
+    assert _sorted(capped_links(incremental, k, after)).equals(_sorted(capped_links(everything, k, after)))
