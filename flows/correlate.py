@@ -91,8 +91,14 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
     links partition (links.parquet) and the number of pairs scored."""
     fault_point("score")
     memories, vectors = partitions.read_frame(folder / "memories.parquet"), partitions.read_matrix(folder / "vectors.npy")
+    logger = get_run_logger()
+
+    def progress(block: int, blocks: int, pairs: int, kept: int) -> None:
+        if blocks > 1:
+            logger.info("namespace %s: block %d/%d scored, %d pairs so far, %d links within the cap's reach", namespace, block, blocks, pairs, kept)
+
     scored, pairs = links.scored_links_with_count(
-        memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory
+        memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
     )
     get_run_logger().info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
     return partitions.write_frame(scored, folder / "links.parquet"), pairs

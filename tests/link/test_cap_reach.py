@@ -91,8 +91,11 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
     scoring = _scoring(k)
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # eight blocks
     everything = scored_links(memories, embeddings, scoring)
-    pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k)
+    calls = []
+    pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k, progress=lambda *a: calls.append(a))
     assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]  # each pair scored once
+    assert [c[:2] for c in calls] == [(b, 8) for b in range(1, 9)] and calls[-1][2] == pairs
+    assert calls[-1][3] >= pruned.height  # qualifying pairs kept; a few become no link when classified
     assert pruned.join(everything, on=KEYS, how="anti").height == 0
     if k <= 3:  # with about eight links a memory, a cap of 8 binds for few
         assert pruned.height < everything.height * 0.9

@@ -7,7 +7,7 @@ SQL in sql/ (pair_scores, classified_links, capped_links), run on an in-memory D
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import duckdb
 import numpy as np
@@ -184,13 +184,15 @@ def scored_links_with_count(
     *,
     focus_ids: Collection[str] | None = None,
     within_cap: int | None = None,
+    progress: Callable[[int, int, int, int], None] | None = None,
 ) -> tuple[pl.DataFrame, int]:
     """`scored_links` and how many candidate pairs were scored to find them (for run stats).
 
     With `within_cap` (max_links_per_memory), the pairs are scored _BLOCK_ROWS
     memories at a time and the links the cap can never keep are dropped as they come
     (transforms/link/cap_reach.py), so memory stays bounded where thousands of pairs per
-    memory qualify; the result then holds every link a cap over it or over all links keeps."""
+    memory qualify; the result then holds every link a cap over it or over all links keeps.
+    `progress(block, blocks, pairs scored so far, links kept so far)` is called after each block."""
     frame, vectors = _prepared(memories, embeddings)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
     if within_cap is None:
@@ -204,13 +206,16 @@ def scored_links_with_count(
     ranked = ranked_terms(frame)
     kept: list[pl.DataFrame] = []
     scored = 0
-    for block in range(-(-len(rows) // _BLOCK_ROWS)):
+    blocks = -(-len(rows) // _BLOCK_ROWS)
+    for block in range(blocks):
         in_block = pl.Series(block_of == block)
         pairs = candidate_pairs(frame, vectors, scoring, in_block, ranked=ranked)
         lead = np.minimum(block_of[pairs["a_idx"].to_numpy()], block_of[pairs["b_idx"].to_numpy()])
         pairs = pairs.filter(pl.Series(lead == block))
         scored += pairs.height
         kept = [within_reach(pl.concat([*kept, qualifying_pairs(frame, vectors, pairs, scoring)]), reach, ("a_id", "b_id"))]
+        if progress is not None:
+            progress(block + 1, blocks, scored, kept[0].height)
     if not kept:
         return empty_scored_links(), scored
     return classified(frame, kept[0].sort("a_idx", "b_idx"), scoring), scored
