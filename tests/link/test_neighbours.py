@@ -165,3 +165,21 @@ def test_unique_rows_sorted_once_each():
     rows = [np.array([[3, 9], [0, 1]]), np.array([[3, 9], [2, 2], [0, 10]])]
     assert neighbours._unique_rows(rows).tolist() == [[0, 1], [0, 10], [2, 2], [3, 9]]
     assert neighbours._unique_rows([]).shape == (0, 2)
+
+
+def test_the_index_is_reused_across_query_blocks_and_rebuilt_when_a_vector_changes():
+    vectors = clustered(2000, seed=4)
+    members = np.arange(len(vectors))
+    floor = np.full(len(vectors), 0.5)
+    first = approximate_pairs(vectors, members, members[:500], floor, probes=8)
+    index = neighbours._last_index[0][1]
+    second = approximate_pairs(vectors, members, members[500:], floor, probes=8)
+    assert neighbours._last_index[0][1] is index  # one index for both blocks of queries
+    whole = approximate_pairs(vectors, members, members, floor, probes=8)
+    assert {tuple(r) for r in np.concatenate([first, second])} == {tuple(r) for r in whole}
+    # an edited vector (same members, same shape) must not be searched in the stale index
+    edited = vectors.copy()
+    edited[1999] = edited[0]
+    found = {tuple(r) for r in approximate_pairs(edited, members, members[:1], floor, probes=8)}
+    assert neighbours._last_index[0][1] is not index
+    assert (0, 1999) in found

@@ -20,6 +20,7 @@ Both return the same shape (a, b) int64 rows with a < b, each pair once.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -71,14 +72,10 @@ def inverted_lists(n: int) -> int:
     return max(1, min(int(2 * math.sqrt(n)), n // 39))
 
 
-def approximate_pairs(
-    vectors: np.ndarray, members: np.ndarray, queries: np.ndarray, floor: np.ndarray, probes: int
-) -> np.ndarray:
-    """Pairs (query, member) with cosine >= max(floor) of its ends found by an inverted-file range search."""
+def _built_index(vectors: np.ndarray, members: np.ndarray, probes: int):
+    """An inverted-file index of the members' vectors, trained on a seeded sample."""
     import faiss  # only here: a namespace below ann_min_memories never needs it
 
-    if len(members) == 0 or len(queries) == 0:
-        return np.zeros((0, 2), dtype=np.int64)
     dim = vectors.shape[1]
     whole = len(members) == len(vectors) and members[0] == 0 and members[-1] == len(vectors) - 1
     base = np.ascontiguousarray(vectors if whole else vectors[members], dtype=np.float32)  # no second copy of 1M rows
@@ -91,6 +88,36 @@ def approximate_pairs(
     index.train(base[sample])
     index.add(base)
     index.nprobe = min(probes, lists)
+    return index
+
+
+_last_index: list[tuple[bytes, object]] = []  # one entry: the index of the last (vectors, members) searched
+
+
+def _index_of(vectors: np.ndarray, members: np.ndarray, probes: int):
+    """The index of these members' vectors, reused while the same ones are searched again (a
+    big namespace is scored in blocks of queries against one index: training it once per
+    block cost seconds each). The key digests the members and their vectors, so a different
+    set never reuses it."""
+    digest = hashlib.blake2b(members.tobytes(), digest_size=16)
+    whole = len(members) == len(vectors) and members[0] == 0 and members[-1] == len(vectors) - 1
+    digest.update(memoryview(np.ascontiguousarray(vectors if whole else vectors[members])).cast("B"))
+    digest.update(str((probes, vectors.shape[1])).encode())
+    key = digest.digest()
+    if _last_index and _last_index[0][0] == key:
+        return _last_index[0][1]
+    index = _built_index(vectors, members, probes)
+    _last_index[:] = [(key, index)]
+    return index
+
+
+def approximate_pairs(
+    vectors: np.ndarray, members: np.ndarray, queries: np.ndarray, floor: np.ndarray, probes: int
+) -> np.ndarray:
+    """Pairs (query, member) with cosine >= max(floor) of its ends found by an inverted-file range search."""
+    if len(members) == 0 or len(queries) == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    index = _index_of(vectors, members, probes)
     found = []
     # One range search per distinct query floor (faiss takes one radius per call); few distinct
     # floors exist (timed / untimed), so this is a handful of passes, not one per query.
