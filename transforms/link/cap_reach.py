@@ -67,6 +67,21 @@ def cap_reach(memories: pl.DataFrame, max_links: int) -> CapReach:
     return CapReach(units, references, max_links)
 
 
+def by_row(reach: CapReach, rows: pl.DataFrame) -> CapReach:
+    """The same reach keyed by row number (`rows`: id, idx) instead of id, with units as
+    integers: pruning millions of scored pairs block by block then joins integers, not strings."""
+    idx = rows.select("id", pl.col("idx").cast(pl.Int64))
+    units = reach.units.join(idx, on="id").select(
+        pl.col("idx").alias("id"), pl.col("unit").rank("dense").cast(pl.Int64).alias("unit"), "copied"
+    )
+    references = (
+        reach.references.join(idx.rename({"id": "memory", "idx": "m"}), on="memory")
+        .join(idx.rename({"id": "other", "idx": "o"}), on="other")
+        .select(pl.col("m").alias("memory"), pl.col("o").alias("other"))
+    )
+    return CapReach(units, references, reach.max_links)
+
+
 def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = ("source_id", "target_id")) -> pl.Series:
     """Per link row, True when the cap can never keep it (see the module docstring).
 

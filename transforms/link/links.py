@@ -18,7 +18,7 @@ from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms
-from crosstier.transforms.link.cap_reach import cap_reach, within_reach
+from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
 from crosstier.transforms.link.features import link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
@@ -198,7 +198,7 @@ def scored_links_with_count(
     if within_cap is None:
         pairs = candidate_pairs(frame, vectors, scoring, focus)
         return classified_pairs(frame, vectors, pairs, scoring), pairs.height
-    reach = cap_reach(frame, within_cap)
+    reach = by_row(cap_reach(frame, within_cap), frame)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
     # each pair is scored in the block of its first focus end (a non-focus end never leads a block)
     block_of = np.full(frame.height, np.iinfo(np.int64).max, dtype=np.int64)
@@ -213,12 +213,14 @@ def scored_links_with_count(
         lead = np.minimum(block_of[pairs["a_idx"].to_numpy()], block_of[pairs["b_idx"].to_numpy()])
         pairs = pairs.filter(pl.Series(lead == block))
         scored += pairs.height
-        kept = [within_reach(pl.concat([*kept, qualifying_pairs(frame, vectors, pairs, scoring)]), reach, ("a_id", "b_id"))]
+        # only what pruning needs is held between blocks; the survivors are scored again at the end
+        qualifying = qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "score", "cross_reference")
+        kept = [within_reach(pl.concat([*kept, qualifying]), reach, ("a_idx", "b_idx"))]
         if progress is not None:
             progress(block + 1, blocks, scored, kept[0].height)
     if not kept:
         return empty_scored_links(), scored
-    return classified(frame, kept[0].sort("a_idx", "b_idx"), scoring), scored
+    return classified_pairs(frame, vectors, kept[0].select("a_idx", "b_idx").sort("a_idx", "b_idx"), scoring), scored
 
 
 def empty_scored_links() -> pl.DataFrame:
