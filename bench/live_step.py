@@ -32,7 +32,7 @@ from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402
 from crosstier.transforms.embed.text import context_vectors  # noqa: E402
-from crosstier.transforms.link import candidates, links, live  # noqa: E402
+from crosstier.transforms.link import candidates, links, live, live_cap  # noqa: E402
 from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
 # (module, function, part): each is wrapped to add its seconds to the part; absent ones are skipped
@@ -43,6 +43,7 @@ PARTS = (
     (links, "classified_pairs", "scoring"),
     (live, "capped", "cap"),
     (live, "recapped", "cap"),
+    (live, "changed_ends", "changed_ends"),
     (live, "published_rows", "publish_rows"),
 )
 SECONDS: dict[str, float] = defaultdict(float)
@@ -100,7 +101,9 @@ def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Setti
         print(f"scored {n} memories in {time.perf_counter() - start:.1f}s (cached in {scored_path})", flush=True)
         cache.mkdir(parents=True, exist_ok=True)
         scored.write_parquet(scored_path)
-    index = live.LinkIndex(memories, context, texts, fingerprints, scored, live.capped(scored, memories, settings.scoring), live.link_features_of(memories))
+    # as the watcher holds it after its first micro-batch (copy keys kept from then on)
+    index = live.LinkIndex(memories, context, texts, fingerprints, scored, live.capped(scored, memories, settings.scoring), live.link_features_of(memories),
+                           copy_keys=live_cap.copy_keys(memories))
     published = live_state.published_memories(memories)
     return live_state.WatchState({}, index, pl.DataFrame(schema=live.RELATIONSHIP_SCHEMA), live.memory_row_hashes(published), 0, "bench", contents)
 

@@ -9,8 +9,9 @@ new here is only the bookkeeping of which memories a micro-batch touches:
 - changed: new, edited (fingerprint differs) or deleted memories; their pairs are scored again;
 - affected: changed memories and every memory one of whose published (capped) links
   appeared, went or changed; a reader gets all of their rows again.
-The cap (with copy folding and one undated origin per fact) runs over all scored links, as
-in the batch run: copy groups and origins reach past a memory's neighbours.
+The cap (with copy folding and one undated origin per fact) is the batch run's, run over all
+scored links once (at start) and then only around what changed (transforms/link/live_cap.py):
+copy groups and origins reach past a memory's neighbours, and live_cap says how far.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link import incremental, links
+from crosstier.transforms.link import incremental, links, live_cap
 from crosstier.transforms.link.candidates import candidate_pairs
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -39,6 +40,7 @@ class LinkIndex:
     scored: pl.DataFrame
     capped: pl.DataFrame
     features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
+    copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,16 @@ def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig)
     return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
 
 
+def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> pl.DataFrame:
+    """The batch run's cap over `scored`, recomputed only around `touched` when the index
+    knows the copy keys its cap was made with, else over everything (as `capped`)."""
+    if index.copy_keys is None:
+        return capped(scored, memories, scoring)
+    return live_cap.recapped(
+        index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days
+    )
+
+
 def relinked(
     index: LinkIndex,
     memories: pl.DataFrame,
@@ -149,14 +161,15 @@ def relinked(
     touched = changed | deleted
     features = refreshed_features(index.features, memories, changed)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys), set(), set(), set(), 0)
     kept = incremental.kept_links(index.scored, touched)
     fresh, pairs = focused_links(features, vectors, scoring, changed)
     # kept has no end in touched and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
-    after = capped(scored, memories, scoring)
+    keys = live_cap.copy_keys(memories, index.copy_keys, touched)
+    after = recapped(index, scored, memories, keys, touched, scoring)
     affected = touched | changed_ends(index.capped, after)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features), changed, deleted, affected, pairs)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:
