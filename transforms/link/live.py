@@ -23,7 +23,7 @@ import polars as pl
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import incremental, links, live_cap
-from crosstier.transforms.link.candidates import candidate_pairs
+from crosstier.transforms.link.candidates import partner_pairs
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
@@ -100,22 +100,40 @@ def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, ch
     return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
 
 
+def scored_pairs(frame: pl.DataFrame, unit: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """links.classified_pairs over only the rows the pairs name, renumbered in order: a pair's
+    score and type read its two rows alone, and registering every row of a 100k namespace
+    with DuckDB (and exploding its terms) cost more than scoring a micro-batch's pairs."""
+    ends = np.unique(np.concatenate([pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()]))
+    sub = frame[ends].with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("idx")).with_columns(idx_in=pl.col("idx"))
+    renumbered = pl.DataFrame(
+        {"a_idx": np.searchsorted(ends, pairs["a_idx"].to_numpy()), "b_idx": np.searchsorted(ends, pairs["b_idx"].to_numpy())},
+        schema={"a_idx": pl.Int64, "b_idx": pl.Int64},
+    )
+    return links.classified_pairs(sub, unit[ends], renumbered, scoring)
+
+
 def focused_links(features: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
     """Scored links with an end in focus, namespace by namespace (links never cross one),
-    by the batch run's candidates and scoring (links.scored_links_with_count's steps over
-    evidence kept from the last micro-batch). `features` and `vectors` are row-aligned."""
+    by the batch run's scoring over evidence kept from the last micro-batch. The pairs come
+    from the partner search (candidates.partner_pairs: one product of the focus vectors
+    against the namespace's, no route over every memory's terms; its extra pairs cannot
+    qualify). `features` and `vectors` are row-aligned."""
     frames, pairs = [], 0
     unit = links.unit_rows(vectors)
     indexed = features.with_row_index("_row")
+    wanted = pl.Series(sorted(focus), dtype=pl.String).implode()
     for (_namespace,), group in indexed.group_by("namespace", maintain_order=True):
-        focus_mask = group.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
+        focus_mask = group.get_column("id").is_in(wanted)
         if not focus_mask.any():
             continue
         rows = group.get_column("_row").to_numpy()
         frame = group.drop("_row").with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
         frame = frame.with_columns(idx_in=pl.col("idx"))
-        candidates = candidate_pairs(frame, unit[rows], scoring, focus_mask)
-        frames.append(links.classified_pairs(frame, unit[rows], candidates, scoring))
+        # one namespace holding every row (the common case): no copy of the whole matrix
+        namespace_unit = unit if len(rows) == len(unit) else unit[rows]
+        candidates = partner_pairs(frame, namespace_unit, scoring, focus_mask)
+        frames.append(scored_pairs(frame, namespace_unit, candidates, scoring))
         pairs += candidates.height
     return (pl.concat(frames) if frames else links.empty_scored_links()), pairs
 
