@@ -152,12 +152,13 @@ def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig)
     return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
 
 
-def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> pl.DataFrame:
+def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> tuple[pl.DataFrame, set[str] | None]:
     """The batch run's cap over `scored`, recomputed only around `touched` when the index
-    knows the copy keys its cap was made with, else over everything (as `capped`)."""
+    knows the copy keys its cap was made with, else over everything (as `capped`); and the
+    memories outside which no capped row changed (None: any may have)."""
     if index.copy_keys is None:
-        return capped(scored, memories, scoring)
-    return live_cap.recapped(
+        return capped(scored, memories, scoring), None
+    return live_cap.recapped_around(
         index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days
     )
 
@@ -185,8 +186,10 @@ def relinked(
     # kept has no end in touched and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
-    after = recapped(index, scored, memories, keys, touched, scoring)
-    affected = touched | changed_ends(index.capped, after)
+    after, around = recapped(index, scored, memories, keys, touched, scoring)
+    # rows without an end in `around` are the same rows: compare only the others
+    before_rows, after_rows = (index.capped, after) if around is None else (touching(index.capped, around), touching(after, around))
+    affected = touched | changed_ends(before_rows, after_rows)
     return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys), changed, deleted, affected, pairs)
 
 
