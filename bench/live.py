@@ -4,7 +4,8 @@ steady rate and in one burst; how soon a reader sees each appended memory.
 The N base memories come from bench/corpus.py with their synthetic vectors as provided
 embeddings (a Parquet store: no model time for the base); the appended ones are the
 corpus's next memories as real text in a JSONL store, embedded by the model as they come.
-A reader thread polls `find_correlations` (the Python API) for every pending id; a few
+A reader thread polls the Python API (one lookup of every pending id per poll, as
+`find_correlations` opens the snapshot and its deltas); a few
 appends are also polled through `ctc correlations ID` (a new process per poll, as a user's).
 
     .venv/bin/python bench/live.py --n 100000
@@ -71,7 +72,12 @@ def children(pid: int) -> list[int]:
 
 
 class Reader(threading.Thread):
-    """Polls find_correlations for every pending id; records when each became visible."""
+    """Polls the Python API for every pending id; records when each became visible.
+
+    One lookup per poll for all pending ids (the snapshot plus its deltas, as find_correlations
+    opens it): calling find_correlations once per pending id made a 1000-memory burst cost the
+    reader seconds per poll, so the reader, not the watcher, set the measured latency. Each id
+    seen is then asked once through find_correlations whether it has links."""
 
     def __init__(self, out: Path):
         super().__init__(daemon=True)
@@ -79,6 +85,7 @@ class Reader(threading.Thread):
         self.pending: dict[str, float] = {}
         self.seen: dict[str, float] = {}
         self.linked: set[str] = set()
+        self.unchecked: list[str] = []  # seen, not yet asked for links
         self.lock = threading.Lock()
         self.stop = threading.Event()
 
@@ -88,23 +95,31 @@ class Reader(threading.Thread):
 
     def run(self) -> None:
         from crosstier.retrieval import find_correlations
-        from crosstier.retrieval.errors import UnknownMemoryError
+        from crosstier.retrieval.snapshot import memories_by_id, open_snapshot
 
         while not self.stop.is_set():
             with self.lock:
-                pending = list(self.pending.items())
-            for memory_id, written in pending:
-                try:
-                    found = find_correlations(memory_id, out=self.out)
-                except UnknownMemoryError:
-                    continue
+                pending = dict(self.pending)
+            if pending:
+                found = memories_by_id(open_snapshot(self.out), list(pending))
                 now = time.monotonic()
                 with self.lock:
-                    self.seen[memory_id] = now - written
-                    self.pending.pop(memory_id, None)
-                if found["total_found"]:
+                    for memory_id in found:
+                        self.seen[memory_id] = now - pending[memory_id]
+                        self.pending.pop(memory_id, None)
+                self.unchecked.extend(found)
+            elif self.unchecked:  # only while nothing is pending: the check must not delay a poll
+                memory_id = self.unchecked.pop()
+                if find_correlations(memory_id, out=self.out)["total_found"]:
                     self.linked.add(memory_id)
+                continue
             time.sleep(0.01)
+
+    def drained(self, timeout: float = 30) -> None:
+        """Wait until every seen id was asked for links."""
+        deadline = time.monotonic() + timeout
+        while self.unchecked and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def wait_all(self, ids: list[str], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -185,6 +200,7 @@ def main() -> int:
                     rss.append(rss_mib(watcher.pid))
             reader.wait_all(ids, 120)
             latencies = [reader.seen[i] for i in ids if i in reader.seen]
+            reader.drained()
             print(f"steady: {len(latencies)}/{len(ids)} visible, p50 {percentile(latencies, 50):.3f}s p99 {percentile(latencies, 99):.3f}s, linked {len(reader.linked & set(ids))}", flush=True)
 
             # through the command line

@@ -338,7 +338,7 @@ def main() -> None:
     (work / "correlator.toml").write_text(
         f'[output]\ndir = "warehouse"\n[[stores]]\nname = "corpus"\nkind = "{args.format}"\npath = "{store.name}"\n'
     )
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    env = {"PREFECT_LOGGING_LEVEL": "WARNING", **os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # INFO shows each block
     env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # a loaded machine starts the API slowly
     # One Prefect home for every bench run, as a user has one: its database is set up once, not per run.
     env.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "ctc-bench-prefect-home"))

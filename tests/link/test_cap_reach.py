@@ -142,3 +142,33 @@ def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, k, se
     assert _sorted(incremental).equals(_sorted(full))
     everything = scored_links(after, vectors, scoring)
     assert _sorted(capped_links(incremental, k, after)).equals(_sorted(capped_links(everything, k, after)))
+
+
+def _texts(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select("id", pl.col("content").hash().cast(pl.String).alias("text_hash"))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_watcher_started_from_a_pruned_snapshot_publishes_what_the_batch_run_does(generated, seed):
+    from crosstier.transforms.link import incremental, live
+
+    memories, embeddings = generated
+    k = 2
+    scoring = _scoring(k)
+    memories = memories.with_row_index("_r").sort("id")
+    embeddings = embeddings[memories["_r"].to_numpy()]
+    memories = memories.drop("_r")
+    stored = scored_links_with_count(memories, embeddings, scoring, within_cap=k)[0]
+    texts = _texts(memories)
+    index = live.LinkIndex(memories, embeddings, texts, incremental.memory_fingerprints(memories, texts), stored,
+                           capped_links(stored, k, memories))
+    rng = np.random.default_rng(seed)
+    vector_of = dict(zip(memories["id"].to_list(), embeddings))
+    for _ in range(2):  # the first step makes the index's copy keys; the second uses them
+        after, changed, deleted = _edited(index.memories, rng)
+        after = after.unique("id", keep="last").sort("id")
+        vector_of["new-copy"], vector_of["new-other"] = rng.normal(size=(2, embeddings.shape[1])).astype(np.float32)
+        vectors = np.stack([vector_of[i] for i in after["id"].to_list()])
+        index = live.relinked(index, after, vectors, _texts(after), scoring).index
+        batch = capped_links(scored_links(after, vectors, scoring), k, after)
+        assert _sorted(index.capped).equals(_sorted(batch))

@@ -438,3 +438,45 @@ def all_pairs(memories: pl.DataFrame) -> pl.DataFrame:
     idx = memories.select("idx", "namespace")
     pairs = idx.join(idx.rename({"idx": "b_idx"}), on="namespace").filter(pl.col("idx") < pl.col("b_idx"))
     return pairs.select(pl.col("idx").alias("a_idx"), "b_idx").cast(PAIR_SCHEMA).sort("a_idx", "b_idx")
+
+
+def partner_cosine_floor(scoring: ScoringConfig) -> float:
+    """The least cosine any pair that can reach the threshold has, over every route: the
+    lowest of the near routes' floors (d = 0 .. _NEAR_STEPS), the far one and the untimed one.
+
+    Each floor takes co_occurrence = 1 and the route's largest temporal, so a pair below
+    every floor fails `bounded_pairs` whatever terms it shares."""
+    floors = [floor for _d, _overlap, floor in near_steps(scoring)] + list(route_cosine_floors(scoring).values())
+    return min(floors)
+
+
+def partner_pairs(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series
+) -> pl.DataFrame:
+    """Pairs with an end in focus that can reach the threshold or carry a reference, for a few
+    focus rows, without a route that reads every memory's terms: a superset of
+    candidate_pairs(memories, embeddings, scoring, focus).
+
+    One product of the focus rows' vectors against every row keeps the pairs with cosine at or
+    above partner_cosine_floor (every pair that can qualify has it), then candidate_pairs' own
+    `bounded_pairs` check and references route. What it does not do is the term routes'
+    prefix filter, which needs every term's document frequency in the namespace: so it may
+    return a pair that shares no prefix term and passes the bound (the bound takes the best
+    term overlap the two term weights allow). Such a pair cannot qualify (candidates.py's
+    bound), so scoring it adds no link: the scored links equal candidate_pairs' (tested).
+    The product is exact: from `ann_min_memories` memories in a namespace, where
+    candidate_pairs' range search is approximate, it may find a qualifying pair that search
+    missed. `embeddings` are unit rows (links.unit_rows)."""
+    rows = np.flatnonzero(focus.to_numpy())
+    found = [reference_pairs(memories, focus)]
+    if len(rows):
+        floor = partner_cosine_floor(scoring) - _COS_SLACK
+        namespaces = memories["namespace"].to_numpy()
+        cosines = embeddings[rows] @ embeddings.T
+        hit_row, hit_col = np.nonzero(cosines >= floor)
+        a, b = rows[hit_row], hit_col
+        keep = (a != b) & (namespaces[a] == namespaces[b])
+        a, b = a[keep], b[keep]
+        near = pl.DataFrame({"a_idx": np.minimum(a, b), "b_idx": np.maximum(a, b)}, schema=PAIR_SCHEMA).unique()
+        found.append(bounded_pairs(memories, embeddings, scoring, near))
+    return pl.concat(found).unique().sort("a_idx", "b_idx")

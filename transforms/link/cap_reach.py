@@ -46,7 +46,7 @@ class CapReach:
     max_links: int
 
 
-def cap_reach(memories: pl.DataFrame, max_links: int) -> CapReach:
+def cap_reach(memories: pl.DataFrame, max_links: int, *, copy_keys: pl.DataFrame | None = None) -> CapReach:
     """The reach of the cap over these memories (id, namespace, content, timestamp; and `ref_ids`,
     the resolved references of links.link_memories, where the caller has them).
 

@@ -9,8 +9,9 @@ new here is only the bookkeeping of which memories a micro-batch touches:
 - changed: new, edited (fingerprint differs) or deleted memories; their pairs are scored again;
 - affected: changed memories and every memory one of whose published (capped) links
   appeared, went or changed; a reader gets all of their rows again.
-The cap (with copy folding and one undated origin per fact) runs over all scored links, as
-in the batch run: copy groups and origins reach past a memory's neighbours.
+The cap (with copy folding and one undated origin per fact) is the batch run's, run over all
+scored links once (at start) and then only around what changed (transforms/link/live_cap.py):
+copy groups and origins reach past a memory's neighbours, and live_cap says how far.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link import cap_reach, incremental, links
-from crosstier.transforms.link.candidates import candidate_pairs
+from crosstier.transforms.link import cap_reach, incremental, links, live_cap
+from crosstier.transforms.link.candidates import partner_pairs
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
@@ -39,6 +40,7 @@ class LinkIndex:
     scored: pl.DataFrame
     capped: pl.DataFrame
     features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
+    copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
 
 
 @dataclass(frozen=True)
@@ -98,22 +100,40 @@ def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, ch
     return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
 
 
+def scored_pairs(frame: pl.DataFrame, unit: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
+    """links.classified_pairs over only the rows the pairs name, renumbered in order: a pair's
+    score and type read its two rows alone, and registering every row of a 100k namespace
+    with DuckDB (and exploding its terms) cost more than scoring a micro-batch's pairs."""
+    ends = np.unique(np.concatenate([pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()]))
+    sub = frame[ends].with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("idx")).with_columns(idx_in=pl.col("idx"))
+    renumbered = pl.DataFrame(
+        {"a_idx": np.searchsorted(ends, pairs["a_idx"].to_numpy()), "b_idx": np.searchsorted(ends, pairs["b_idx"].to_numpy())},
+        schema={"a_idx": pl.Int64, "b_idx": pl.Int64},
+    )
+    return links.classified_pairs(sub, unit[ends], renumbered, scoring)
+
+
 def focused_links(features: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
     """Scored links with an end in focus, namespace by namespace (links never cross one),
-    by the batch run's candidates and scoring (links.scored_links_with_count's steps over
-    evidence kept from the last micro-batch). `features` and `vectors` are row-aligned."""
+    by the batch run's scoring over evidence kept from the last micro-batch. The pairs come
+    from the partner search (candidates.partner_pairs: one product of the focus vectors
+    against the namespace's, no route over every memory's terms; its extra pairs cannot
+    qualify). `features` and `vectors` are row-aligned."""
     frames, pairs = [], 0
     unit = links.unit_rows(vectors)
     indexed = features.with_row_index("_row")
+    wanted = pl.Series(sorted(focus), dtype=pl.String).implode()
     for (_namespace,), group in indexed.group_by("namespace", maintain_order=True):
-        focus_mask = group.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
+        focus_mask = group.get_column("id").is_in(wanted)
         if not focus_mask.any():
             continue
         rows = group.get_column("_row").to_numpy()
         frame = group.drop("_row").with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
         frame = frame.with_columns(idx_in=pl.col("idx"))
-        candidates = candidate_pairs(frame, unit[rows], scoring, focus_mask)
-        frames.append(links.classified_pairs(frame, unit[rows], candidates, scoring))
+        # one namespace holding every row (the common case): no copy of the whole matrix
+        namespace_unit = unit if len(rows) == len(unit) else unit[rows]
+        candidates = partner_pairs(frame, namespace_unit, scoring, focus_mask)
+        frames.append(scored_pairs(frame, namespace_unit, candidates, scoring))
         pairs += candidates.height
     return (pl.concat(frames) if frames else links.empty_scored_links()), pairs
 
@@ -130,6 +150,17 @@ def changed_ends(before: pl.DataFrame, after: pl.DataFrame) -> set[str]:
 def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
     """The batch run's cap over every scored link (copies folded, undated origins, top k)."""
     return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
+
+
+def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> tuple[pl.DataFrame, set[str] | None]:
+    """The batch run's cap over `scored`, recomputed only around `touched` when the index
+    knows the copy keys its cap was made with, else over everything (as `capped`); and the
+    memories outside which no capped row changed (None: any may have)."""
+    if index.copy_keys is None:
+        return capped(scored, memories, scoring), None
+    return live_cap.recapped_around(
+        index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days
+    )
 
 
 def relinked(
@@ -149,17 +180,23 @@ def relinked(
     touched = changed | deleted
     features = refreshed_features(index.features, memories, changed)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys), set(), set(), set(), 0)
+    keys = live_cap.copy_keys(memories, index.copy_keys, touched)
     # the batch run's stored links stop at the cap's reach: as there, memories whose top links
     # may have lost a member are scored again (transforms/link/cap_reach.py)
-    focus = cap_reach.refocused(changed, deleted, index.scored, cap_reach.cap_reach(memories, scoring.max_links_per_memory))
-    kept = incremental.kept_links(index.scored, focus | deleted)
+    reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, copy_keys=keys)
+    focus = cap_reach.refocused(changed, deleted, index.scored, reach)
+    rescored = focus | deleted
+    kept = incremental.kept_links(index.scored, rescored)
     fresh, pairs = focused_links(features, vectors, scoring, focus)
-    # kept has no end in touched and fresh has one in every row: the two never overlap.
+    # kept has no end in focus or deleted and fresh has one in every row: the two never overlap.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
-    after = capped(scored, memories, scoring)
-    affected = touched | changed_ends(index.capped, after)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features), changed, deleted, affected, pairs)
+    # every scored link that may differ has an end in `rescored`: the cap is redone around them
+    after, around = recapped(index, scored, memories, keys, rescored, scoring)
+    # rows without an end in `around` are the same rows: compare only the others
+    before_rows, after_rows = (index.capped, after) if around is None else (touching(index.capped, around), touching(after, around))
+    affected = touched | changed_ends(before_rows, after_rows)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:

@@ -1,0 +1,103 @@
+"""The live path's partner search (candidates.partner_pairs: one product of the few changed
+memories' vectors against all) finds every pair candidate_pairs finds for those memories, and
+scoring its pairs gives exactly candidate_pairs' links, on generated memories and random focus."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import live
+from crosstier.transforms.link.candidates import candidate_pairs, partner_cosine_floor, partner_pairs
+from crosstier.transforms.link.links import classified_pairs, link_memories, unit_rows
+from crosstier.transforms.link.terms import with_terms
+
+_spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+
+SETTINGS = [
+    pytest.param(ScoringConfig(), id="defaults"),
+    pytest.param(replace(ScoringConfig(), min_correlation_score=0.45), id="threshold-0.45"),
+    pytest.param(replace(ScoringConfig(), min_correlation_score=0.3), id="threshold-0.3-similarity-only"),
+    pytest.param(replace(ScoringConfig(), weights={"semantic": 0.1, "co_occurrence": 0.6, "temporal": 0.1, "cross_reference": 0.2}),
+                 id="term-heavy-weights"),
+    pytest.param(replace(ScoringConfig(), tau_days=0.5, min_correlation_score=0.5), id="short-tau"),
+]
+
+
+@pytest.fixture(scope="module")
+def generated():
+    memories, embeddings = corpus.generate_corpus(400, seed=5)
+    frame = link_memories(with_terms(memories))
+    return frame, unit_rows(embeddings)[frame["idx_in"].to_numpy()]
+
+
+def pair_set(pairs: pl.DataFrame) -> set[tuple[int, int]]:
+    return set(pairs.select("a_idx", "b_idx").iter_rows())
+
+
+@pytest.mark.parametrize("scoring", SETTINGS)
+@pytest.mark.parametrize("seed", range(4))
+def test_partner_pairs_hold_candidate_pairs_and_score_to_the_same_links(generated, scoring, seed):
+    frame, vectors = generated
+    assert frame.height < scoring.ann_min_memories  # candidate_pairs' own search is exact here
+    rng = np.random.default_rng(seed)
+    focus = pl.Series(rng.random(frame.height) < [0.002, 0.01, 0.03, 0.1][seed])
+    want = candidate_pairs(frame, vectors, scoring, focus)
+    got = partner_pairs(frame, vectors, scoring, focus)
+    assert pair_set(want) <= pair_set(got)
+    named = set(frame.filter(focus)["idx"].to_list())
+    assert all(a in named or b in named for a, b in pair_set(got))
+    links = classified_pairs(frame, vectors, want, scoring)
+    assert classified_pairs(frame, vectors, got, scoring).equals(links)
+    # and scored over only the rows the pairs name, as the live path scores them: the same rows;
+    # co_occurrence is a float sum over shared terms whose order polars may pick by frame size
+    # (its last bit can move with the frame's size), so floats compare to 1e-12
+    live_links = live.scored_pairs(frame, vectors, got, scoring)
+    floats = [c for c, t in links.schema.items() if t == pl.Float64]
+    assert live_links.drop(floats).equals(links.drop(floats))
+    for column in floats:
+        assert np.allclose(live_links[column].to_numpy(), links[column].to_numpy(), rtol=0, atol=1e-12, equal_nan=True)
+    if seed == 3:
+        assert links.height > 0
+
+
+def test_no_pair_below_the_partner_floor_passes_the_bound(generated):
+    frame, vectors = generated
+    scoring = ScoringConfig()
+    everything = pl.Series([True] * frame.height)
+    floor = partner_cosine_floor(scoring)
+    pairs = candidate_pairs(frame, vectors, scoring, everything)
+    cosines = np.einsum("ij,ij->i", vectors[pairs["a_idx"].to_numpy()], vectors[pairs["b_idx"].to_numpy()])
+    referenced = pairs.join(live_refs(frame), on=["a_idx", "b_idx"], how="semi").height
+    assert (cosines < floor - 1e-5).sum() <= referenced  # only explicit references lie below it
+    assert -1.0 < floor < 1.0
+
+
+def live_refs(frame: pl.DataFrame) -> pl.DataFrame:
+    from crosstier.transforms.link.candidates import reference_pairs
+    return reference_pairs(frame, None)
+
+
+def test_a_pair_just_above_the_partner_floor_is_found():
+    # same words, same time: co_occurrence and temporal at their best, so a cosine just above
+    # the floor is all the pair needs; a search that started higher would miss it
+    from links_helpers import at, memories
+
+    scoring = ScoringConfig()
+    floor = partner_cosine_floor(scoring)
+    rows = memories(*({"id": i, "tier": "episodic", "content": "rotate the vault keys for billing", "timestamp": at()} for i in ("a", "b")))
+    frame = link_memories(rows)
+    cosine = floor + 0.002
+    vectors = unit_rows(np.array([[1.0, 0.0], [cosine, np.sqrt(1 - cosine**2)]], dtype=np.float32))[frame["idx_in"].to_numpy()]
+    focus = pl.Series([False, True])
+    want = candidate_pairs(frame, vectors, scoring, focus)
+    assert pair_set(want) == {(0, 1)}
+    assert pair_set(partner_pairs(frame, vectors, scoring, focus)) == {(0, 1)}

@@ -1,0 +1,164 @@
+"""The cap of the live path, recomputed only where a micro-batch can change it.
+
+`links.capped_links` over every scored link costs seconds at 100k memories, and a micro-batch
+changes the links of a handful. It folds copies (one link per pair of copy groups, or of a
+group and a memory: its "key"), keeps one undated origin per fact, ranks each memory's links
+(score, other end, type) and keeps a link in the top max_links at both ends; and it chains
+each copy group in time. What a micro-batch can change:
+
+- seeds: memories added, edited or deleted, and memories whose copy group changed;
+- a folded link only for a key that has a row at a seed, so both of its ends are ends of
+  such a key's rows (A);
+- an undated origin only for a fact with a changed folded link, so a fact in A: the rows it
+  re-types all have an end in A. Re-typing keeps a row's score and ends, so no other end's
+  ranked list moves (a pair has one row);
+- a memory outside A keeps its folded links and its ranked list, so a capped row with no
+  end in A stays as it was; a group's chain changes only with its members or their times.
+
+Rows with an end in A are recomputed by the batch run's own functions over every row of each
+key present at A and at A's neighbours (whose ranked lists decide them), which is all those
+lists and origins read. tests/link/test_live_cap.py checks it equals the full cap.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from crosstier.transforms.link import copies, links
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+
+KEY_SCHEMA = {"id": pl.String, "copy_key": pl.String}
+
+
+def copy_keys(memories: pl.DataFrame, previous: pl.DataFrame | None = None, redo: set[str] | None = None) -> pl.DataFrame:
+    """(id, copy_key) of every memory, sorted by id: kept from `previous` except for ids in
+    `redo` and ids previous lacks (the key hashes the normalised text: worth keeping)."""
+    if previous is None or redo is None:
+        fresh = memories
+        kept = pl.DataFrame(schema=KEY_SCHEMA)
+    else:
+        wanted = pl.Series(sorted(redo), dtype=pl.String).implode()
+        kept = previous.join(memories.select("id"), on="id", how="semi").filter(~pl.col("id").is_in(wanted))
+        fresh = memories.join(kept.select("id"), on="id", how="anti")
+    keys = [copies.copy_key(ns, c) for ns, c in zip(fresh.get_column("namespace").to_list(), fresh.get_column("content").to_list())]
+    made = pl.DataFrame({"id": fresh.get_column("id"), "copy_key": pl.Series(keys, dtype=pl.String)}, schema=KEY_SCHEMA)
+    return pl.concat([kept, made]).sort("id")
+
+
+def grouped(keys: pl.DataFrame) -> pl.DataFrame:
+    """The (id, copy_key) rows of memories that have a copy (copies.copy_groups' members)."""
+    return keys.filter(pl.len().over("copy_key") > 1)
+
+
+def _series(ids: set[str]) -> pl.Series:
+    return pl.Series(sorted(ids), dtype=pl.String)
+
+
+def group_closure(ids: set[str], *groups: pl.DataFrame) -> set[str]:
+    """ids and every member of a copy group (in any of `groups`) that holds one of them."""
+    out = set(ids)
+    wanted = _series(ids).implode()
+    for members in groups:
+        keys = members.filter(pl.col("id").is_in(wanted)).select("copy_key")
+        out.update(members.join(keys, on="copy_key", how="semi").get_column("id").to_list())
+    return out
+
+
+def _touching(edges: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
+    wanted = _series(ids).implode()
+    return edges.filter(pl.col("source_id").is_in(wanted) | pl.col("target_id").is_in(wanted))
+
+
+def moved(previous_keys: pl.DataFrame, keys: pl.DataFrame) -> set[str]:
+    """Ids whose fold key changed: their copy group (among memories that have a copy) or none."""
+    before = grouped(previous_keys).rename({"copy_key": "_before"})
+    after = grouped(keys).rename({"copy_key": "_after"})
+    joined = before.join(after, on="id", how="full", coalesce=True)
+    return set(joined.filter(pl.col("_before").is_null() | pl.col("_after").is_null() | (pl.col("_before") != pl.col("_after"))).get_column("id").to_list())
+
+
+def _keyed(rows: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
+    """Rows with their fold key (namespace, _lo, _hi): each end's copy group, or itself."""
+    return (
+        rows.join(members.rename({"id": "source_id", "copy_key": "_sk"}), on="source_id", how="left")
+        .join(members.rename({"id": "target_id", "copy_key": "_tk"}), on="target_id", how="left")
+        .with_columns(pl.coalesce("_sk", "source_id").alias("_a"), pl.coalesce("_tk", "target_id").alias("_b"))
+        .with_columns(pl.min_horizontal("_a", "_b").alias("_lo"), pl.max_horizontal("_a", "_b").alias("_hi"))
+        .drop("_sk", "_tk", "_a", "_b")
+    )
+
+
+def rows_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
+    """Every row whose fold key is that of a row at one of ids (copies.collapsed_copy_links
+    decides a key from all of its rows). `members`: grouped copy keys. In links_frame's order."""
+    near = _keyed(_touching(links_frame.with_row_index("_order"), group_closure(ids, members)), members)
+    wanted = _keyed(_touching(links_frame, ids), members).select("namespace", "_lo", "_hi").unique()
+    return near.join(wanted, on=["namespace", "_lo", "_hi"], how="semi").sort("_order").drop("_order", "_lo", "_hi")
+
+
+def _ends(frame: pl.DataFrame) -> set[str]:
+    return set(frame.get_column("source_id").to_list()) | set(frame.get_column("target_id").to_list())
+
+
+def recapped(
+    previous_capped: pl.DataFrame,
+    previous_scored: pl.DataFrame,
+    scored: pl.DataFrame,
+    memories: pl.DataFrame,
+    previous_keys: pl.DataFrame,
+    keys: pl.DataFrame,
+    touched: set[str],
+    max_links: int,
+    tau_days: float,
+) -> pl.DataFrame:
+    """links.capped_links(scored, max_links, memories) given the cap of the previous scored
+    links (see recapped_around)."""
+    return recapped_around(previous_capped, previous_scored, scored, memories, previous_keys, keys, touched, max_links, tau_days)[0]
+
+
+def recapped_around(
+    previous_capped: pl.DataFrame,
+    previous_scored: pl.DataFrame,
+    scored: pl.DataFrame,
+    memories: pl.DataFrame,
+    previous_keys: pl.DataFrame,
+    keys: pl.DataFrame,
+    touched: set[str],
+    max_links: int,
+    tau_days: float,
+) -> tuple[pl.DataFrame, set[str]]:
+    """(links.capped_links(scored, max_links, memories), the memories around which it was
+    redone) given the cap of the previous scored links: rows near what changed (see the
+    module docstring) recomputed, the rest kept, so no row without an end in the set differs.
+
+    `touched`: memories added, edited or deleted since previous_*; `keys`/`previous_keys`:
+    copy_keys of the current and previous memories. Sorted as live.capped sorts."""
+    groups_before, groups_after = grouped(previous_keys), grouped(keys)
+    if scored.filter(pl.col("origin") == "manual").height or previous_scored.filter(pl.col("origin") == "manual").height:
+        # manual links sit inside copy groups beside the chain; the live path merges them after the cap
+        full = links.capped_links(scored, max_links, memories, tau_days=tau_days).cast(RELATIONSHIP_SCHEMA)
+        return full.sort("source_id", "target_id", "relationship_type"), set(memories.get_column("id").to_list()) | _ends(previous_capped)
+    seeds = touched | moved(previous_keys, keys)
+    # A: both ends of every row of a fold key with a row at a seed, before and after
+    changed = seeds | _ends(rows_of_keys(previous_scored, groups_before, seeds)) | _ends(rows_of_keys(scored, groups_after, seeds))
+    # the ranked lists of A and of A's neighbours decide A's rows: every row of their keys
+    deciding = changed | _ends(_touching(scored, changed))
+    subset = rows_of_keys(scored, groups_after, deciding)
+    folded = copies.collapsed_copy_links(subset, groups_after.select("id", "copy_key"))
+    fresh = _touching(links.capped_links(folded, max_links, None).cast(RELATIONSHIP_SCHEMA), changed)
+    # copy groups with a seed, before or after, chain again in full
+    chained_keys = set(groups_before.filter(pl.col("id").is_in(_series(seeds).implode())).get_column("copy_key").to_list())
+    chained_keys |= set(groups_after.filter(pl.col("id").is_in(_series(seeds).implode())).get_column("copy_key").to_list())
+    keys_wanted = _series(chained_keys).implode()
+    chained_before = set(groups_before.filter(pl.col("copy_key").is_in(keys_wanted)).get_column("id").to_list())
+    chained_after = groups_after.filter(pl.col("copy_key").is_in(keys_wanted))
+    chain_members = memories.filter(pl.col("id").is_in(chained_after.get_column("id").implode()))
+    chain = copies.carried_forward_links(chain_members, copies.copy_groups(chain_members), tau_days).cast(RELATIONSHIP_SCHEMA)
+    # previous rows: a chain row (both ends in one copy group) goes with its group, any other with A
+    previous = _keyed(previous_capped.cast(RELATIONSHIP_SCHEMA), groups_before)
+    inside = (pl.col("_lo") == pl.col("_hi")) & pl.col("source_id").is_in(groups_before.get_column("id").implode())
+    at_changed = pl.col("source_id").is_in(_series(changed).implode()) | pl.col("target_id").is_in(_series(changed).implode())
+    in_chained = pl.col("source_id").is_in(_series(chained_before).implode())
+    kept = previous.filter(pl.when(inside).then(~in_chained).otherwise(~at_changed)).drop("_lo", "_hi")
+    around = changed | chained_before | set(chained_after.get_column("id").to_list())
+    return pl.concat([kept, fresh, chain]).sort("source_id", "target_id", "relationship_type"), around
