@@ -90,6 +90,7 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
     memories, embeddings = generated
     scoring = _scoring(k)
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # eight blocks
+    monkeypatch.setattr(links_module, "_CLASSIFY_ROWS", 150)  # and the survivors classified in slices
     everything = scored_links(memories, embeddings, scoring)
     calls = []
     pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k, progress=lambda *a: calls.append(a))

@@ -26,6 +26,7 @@ AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _COSINE_CHUNK = 2048  # pairs per gather: two float32 blocks and their float64 product stay in cache
 _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
+_CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
@@ -220,7 +221,11 @@ def scored_links_with_count(
             progress(block + 1, blocks, scored, kept[0].height)
     if not kept:
         return empty_scored_links(), scored
-    return classified_pairs(frame, vectors, kept[0].select("a_idx", "b_idx").sort("a_idx", "b_idx"), scoring), scored
+    survivors = kept[0].select("a_idx", "b_idx").sort("a_idx", "b_idx")
+    # classified a slice at a time: the classifier joins each pair to both ends' texts and evidence
+    parts = [classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
+             for start in range(0, survivors.height, _CLASSIFY_ROWS)]
+    return (pl.concat(parts).sort("source_id", "target_id") if parts else empty_scored_links()), scored
 
 
 def empty_scored_links() -> pl.DataFrame:
