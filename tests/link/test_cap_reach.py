@@ -72,7 +72,7 @@ def test_ties_never_push_a_link_out():
 
 @pytest.fixture(scope="module")
 def generated():
-    memories, embeddings = corpus.generate_corpus(300, seed=5)
+    memories, embeddings = corpus.generate_corpus(240, seed=5)
     return with_terms(memories), embeddings
 
 
@@ -89,13 +89,13 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_unchanged(generated, monkeypatch, k):
     memories, embeddings = generated
     scoring = _scoring(k)
-    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # eight blocks
+    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # six blocks
     monkeypatch.setattr(links_module, "_CLASSIFY_ROWS", 150)  # and the survivors classified in slices
     everything = scored_links(memories, embeddings, scoring)
     calls = []
     pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k, progress=lambda *a: calls.append(a))
     assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]  # each pair scored once
-    assert [c[:2] for c in calls] == [(b, 8) for b in range(1, 9)] and calls[-1][2] == pairs
+    assert [c[:2] for c in calls] == [(b, 6) for b in range(1, 7)] and calls[-1][2] == pairs
     assert calls[-1][3] >= pruned.height  # qualifying pairs kept; a few become no link when classified
     assert pruned.join(everything, on=KEYS, how="anti").height == 0
     if k <= 3:  # with about eight links a memory, a cap of 8 binds for few
@@ -120,8 +120,7 @@ def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFr
     return with_terms(pl.concat([changed.drop("terms"), added.drop("terms")])), edited | {"new-copy", "new-other"}, deleted
 
 
-@pytest.mark.parametrize("k", [1, 3])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k, seed", [(1, 0), (3, 1), (2, 2)])
 def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, k, seed):
     memories, embeddings = generated
     scoring = _scoring(k)
@@ -149,7 +148,7 @@ def _texts(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select("id", pl.col("content").hash().cast(pl.String).alias("text_hash"))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_the_watcher_started_from_a_pruned_snapshot_publishes_what_the_batch_run_does(generated, seed):
     from crosstier.transforms.link import incremental, live
 
