@@ -100,7 +100,7 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
     scored, pairs = links.scored_links_with_count(
         memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
     )
-    get_run_logger().info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
+    logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
     return partitions.write_frame(scored, folder / "links.parquet"), pairs
 
 

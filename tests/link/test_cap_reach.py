@@ -172,3 +172,13 @@ def test_the_watcher_started_from_a_pruned_snapshot_publishes_what_the_batch_run
         index = live.relinked(index, after, vectors, _texts(after), scoring).index
         batch = capped_links(scored_links(after, vectors, scoring), k, after)
         assert _sorted(index.capped).equals(_sorted(batch))
+
+
+def test_copy_keys_the_watcher_holds_give_the_same_units_as_hashing_every_text(generated):
+    from crosstier.transforms.link import live_cap
+
+    memories, _ = generated
+    hashed = cap_reach(memories, 2).units.sort("id")
+    held = cap_reach(memories, 2, copy_keys=live_cap.copy_keys(memories)).units.sort("id")
+    assert hashed["copied"].sum() > 0  # the corpus's filler turns ("ok", "sure") are copies
+    assert held.equals(hashed)

@@ -75,7 +75,7 @@ class Replay:
         """(incremental cap, full cap) after the world changed at `touched`."""
         memories, scored = frames(self.world, self.pairs)
         keys = live_cap.copy_keys(memories, self.keys, touched)
-        got = live_cap.recapped(self.capped, self.scored, scored, memories, self.keys, keys, touched, MAX_LINKS, TAU)
+        got = live_cap.recapped_around(self.capped, self.scored, scored, memories, self.keys, keys, touched, MAX_LINKS, TAU)[0]
         self.scored, self.keys, self.capped = scored, keys, got
         return got, full_cap(scored, memories)
 

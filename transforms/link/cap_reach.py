@@ -52,11 +52,15 @@ def cap_reach(memories: pl.DataFrame, max_links: int, *, copy_keys: pl.DataFrame
 
     Explicit references are also read from the links being pruned (cross_reference > 0), so
     without `ref_ids` pruning is exact only on a set that holds every explicit link, as a
-    run's whole set of scored links does; a block of pairs needs `ref_ids`."""
-    groups = copies.copy_groups(memories)
+    run's whole set of scored links does; a block of pairs needs `ref_ids`. `copy_keys` (id,
+    copy_key of every memory, as the watcher keeps them) saves hashing every text again."""
+    if copy_keys is None:
+        groups = copies.copy_groups(memories).select("id", "copy_key")
+    else:  # a copy group is a key held by more than one memory, as in copies.copy_groups
+        groups = copy_keys.filter(pl.len().over("copy_key") > 1).select("id", "copy_key")
     units = (
         memories.select("id")
-        .join(groups.select("id", "copy_key"), on="id", how="left")
+        .join(groups, on="id", how="left")
         .select("id", pl.coalesce("copy_key", "id").alias("unit"), pl.col("copy_key").is_not_null().alias("copied"))
     )
     references = pl.DataFrame(schema={"memory": pl.String, "other": pl.String})

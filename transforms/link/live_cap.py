@@ -100,22 +100,6 @@ def _ends(frame: pl.DataFrame) -> set[str]:
     return set(frame.get_column("source_id").to_list()) | set(frame.get_column("target_id").to_list())
 
 
-def recapped(
-    previous_capped: pl.DataFrame,
-    previous_scored: pl.DataFrame,
-    scored: pl.DataFrame,
-    memories: pl.DataFrame,
-    previous_keys: pl.DataFrame,
-    keys: pl.DataFrame,
-    touched: set[str],
-    max_links: int,
-    tau_days: float,
-) -> pl.DataFrame:
-    """links.capped_links(scored, max_links, memories) given the cap of the previous scored
-    links (see recapped_around)."""
-    return recapped_around(previous_capped, previous_scored, scored, memories, previous_keys, keys, touched, max_links, tau_days)[0]
-
-
 def recapped_around(
     previous_capped: pl.DataFrame,
     previous_scored: pl.DataFrame,

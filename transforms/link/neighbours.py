@@ -72,13 +72,19 @@ def inverted_lists(n: int) -> int:
     return max(1, min(int(2 * math.sqrt(n)), n // 39))
 
 
+def _member_rows(vectors: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """The members' vectors as contiguous float32 rows: the array itself when the members are
+    all of it (no second copy of 1M rows)."""
+    whole = len(members) == len(vectors) and members[0] == 0 and members[-1] == len(vectors) - 1
+    return np.ascontiguousarray(vectors if whole else vectors[members], dtype=np.float32)
+
+
 def _built_index(vectors: np.ndarray, members: np.ndarray, probes: int):
     """An inverted-file index of the members' vectors, trained on a seeded sample."""
     import faiss  # only here: a namespace below ann_min_memories never needs it
 
     dim = vectors.shape[1]
-    whole = len(members) == len(vectors) and members[0] == 0 and members[-1] == len(vectors) - 1
-    base = np.ascontiguousarray(vectors if whole else vectors[members], dtype=np.float32)  # no second copy of 1M rows
+    base = _member_rows(vectors, members)
     lists = inverted_lists(len(members))
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFFlat(quantizer, dim, lists, faiss.METRIC_INNER_PRODUCT)
@@ -100,8 +106,7 @@ def _index_of(vectors: np.ndarray, members: np.ndarray, probes: int):
     block cost seconds each). The key digests the members and their vectors, so a different
     set never reuses it."""
     digest = hashlib.blake2b(members.tobytes(), digest_size=16)
-    whole = len(members) == len(vectors) and members[0] == 0 and members[-1] == len(vectors) - 1
-    digest.update(memoryview(np.ascontiguousarray(vectors if whole else vectors[members])).cast("B"))
+    digest.update(memoryview(_member_rows(vectors, members)).cast("B"))
     digest.update(str((probes, vectors.shape[1])).encode())
     key = digest.digest()
     if _last_index and _last_index[0][0] == key:
