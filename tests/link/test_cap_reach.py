@@ -182,3 +182,29 @@ def test_copy_keys_the_watcher_holds_give_the_same_units_as_hashing_every_text(g
     held = cap_reach(memories, 2, copy_keys=live_cap.copy_keys(memories)).units.sort("id")
     assert hashed["copied"].sum() > 0  # the corpus's filler turns ("ok", "sure") are copies
     assert held.equals(hashed)
+
+
+def test_a_new_copy_rescores_only_a_memory_it_made_a_copy(generated):
+    """A copy joining a group of copies leaves their stored links as they were (a copy's
+    links are all kept), so none of them is scored again; one joining a memory on its own
+    makes it a copy, so that memory is. Either way the stored links equal a full run's."""
+    memories, embeddings = generated
+    k = 2
+    scoring = _scoring(k)
+    stored = scored_links_with_count(memories, embeddings, scoring, within_cap=k)[0]
+    units = cap_reach(memories, k).units
+    group = units.filter(pl.col("copied")).group_by("unit").agg("id").filter(pl.col("id").list.len() >= 2).row(0, named=True)
+    alone = units.filter(~pl.col("copied")).join(stored.select(pl.col("source_id").alias("id")), on="id", how="anti")["id"][0]
+    rng = np.random.default_rng(5)
+    for original, old_copies in ((group["id"][0], set(group["id"])), (alone, set())):
+        row = memories.filter(pl.col("id") == original).row(0, named=True)
+        after = with_terms(pl.concat([memories.drop("terms"), pl.DataFrame([{**row, "id": "zz-new-copy"}], schema=memories.schema).drop("terms")]))
+        vectors = np.vstack([embeddings, rng.normal(size=(1, embeddings.shape[1])).astype(np.float32)])
+        reach = cap_reach(after, k)
+        focus = refocused({"zz-new-copy"}, set(), stored, reach)
+        assert not focus & old_copies
+        assert (original in focus) == (not old_copies)
+        kept = stored.filter(~pl.col("source_id").is_in(list(focus)) & ~pl.col("target_id").is_in(list(focus)))
+        fresh = scored_links_with_count(after, vectors, scoring, focus_ids=focus, within_cap=k)[0]
+        full = scored_links_with_count(after, vectors, scoring, within_cap=k)[0]
+        assert _sorted(within_reach(pl.concat([kept, fresh]), reach)).equals(_sorted(full))

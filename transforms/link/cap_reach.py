@@ -24,7 +24,7 @@ every memory's top K stays stored. Then:
   scored block by block, pruning as it goes, and pruned once more at the end;
 - an incremental run stays equal to a full one if the memories whose top K may have lost a
   member are scored again (`refocused`): those with a stored link to an edited or deleted
-  memory, and the copies of an edited or new memory.
+  memory, and a memory that an edited or new one made a copy.
 """
 
 from __future__ import annotations
@@ -144,10 +144,18 @@ def within_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
 def refocused(changed: set[str], deleted: set[str], stored: pl.DataFrame, reach: CapReach) -> set[str]:
     """The memories an incremental run scores again: the changed ones, every memory with a
     stored link to a changed or deleted one (its top K may have lost a member that was
-    dropped), and the copies of a changed memory (a copy's links are never dropped)."""
+    dropped), and the copy that a changed memory may have made a copy (a copy's links are
+    never dropped, so the ones its end used to drop must be found again).
+
+    Only a copy group with exactly one unchanged member can hold a memory that was not a
+    copy before: two unchanged members had the same text before too, so both were copies
+    and all their links are stored. Without that, one new "ok" beside 1,800 others sent all
+    of them back to scoring on every micro-batch."""
     touched = pl.Series(sorted(changed | deleted), dtype=pl.String).implode()
     linked = stored.filter(pl.col("source_id").is_in(touched) | pl.col("target_id").is_in(touched))
     neighbours = set(linked["source_id"].to_list()) | set(linked["target_id"].to_list())
-    changed_units = reach.units.filter(pl.col("id").is_in(pl.Series(sorted(changed), dtype=pl.String).implode()) & pl.col("copied"))
-    copies_of = reach.units.join(changed_units.select("unit"), on="unit", how="semi")["id"].to_list()
-    return (changed | neighbours | set(copies_of)) - deleted
+    is_changed = pl.col("id").is_in(pl.Series(sorted(changed), dtype=pl.String).implode())
+    changed_units = reach.units.filter(is_changed & pl.col("copied")).select("unit").unique()
+    unchanged = reach.units.join(changed_units, on="unit", how="semi").filter(~is_changed)
+    newly_copied = unchanged.filter(pl.len().over("unit") == 1)["id"].to_list()
+    return (changed | neighbours | set(newly_copied)) - deleted
