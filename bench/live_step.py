@@ -4,7 +4,7 @@ Builds the watcher's loaded state over N memories of bench/corpus.py (the batch 
 scored links, cap and evidence: built once, then cached under --cache), then appends
 `--add` memories (the corpus's next ones, their synthetic vectors standing in for the
 model's) and times the step the watcher runs per micro-batch after reading the stores and
-embedding: texts and fingerprints, session context, then `live_state.stepped` (evidence,
+embedding: texts and fingerprints, session context (only the touched sessions), then `live_state.stepped` (evidence,
 candidate search, scoring, cap, published rows, delta). Repeats `--repeat` times from the
 same state and prints seconds per part and a RESULT line.
 
@@ -31,7 +31,7 @@ import polars as pl  # noqa: E402
 from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402
-from crosstier.transforms.embed.text import context_vectors  # noqa: E402
+from crosstier.transforms.embed.text import context_vectors, context_vectors_around  # noqa: E402
 from crosstier.transforms.link import candidates, links, live, live_cap  # noqa: E402
 from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
@@ -116,7 +116,7 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
         redo = memories.filter(pl.col("_batch") == 1).get_column("id")
         fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, redo)
     with part("context"):
-        vectors = context_vectors(memories, contents)
+        vectors = context_vectors_around(memories, contents, index.memories, index.vectors, live_state.redone_ids(index.memories, memories, 1))
     with part("stepped"):
         new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings)
     return stats

@@ -21,7 +21,7 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import context_vectors, embedding_texts
+from crosstier.transforms.embed.text import context_vectors, context_vectors_around, embedding_texts
 from crosstier.transforms.link import incremental, live
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
@@ -91,6 +91,14 @@ def refreshed_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame, previous
     fresh = incremental.memory_fingerprints(memories.filter(pl.col("id").is_in(wanted)), texts)
     kept = previous.join(memories.select("id"), on="id", how="semi").filter(~pl.col("id").is_in(wanted))
     return pl.concat([kept, fresh]).sort("id")
+
+
+def redone_ids(previous: pl.DataFrame, memories: pl.DataFrame, batch: int) -> pl.Series:
+    """Ids whose row may differ from the previous set's: those read in this batch (new or
+    edited, `_batch`) and those gone. Every other row is as the last micro-batch had it."""
+    read_now = memories.filter(pl.col("_batch") == batch).get_column("id")
+    gone = previous.select("id").join(memories.select("id"), on="id", how="anti").get_column("id")
+    return pl.concat([read_now, gone])
 
 
 def content_vectors_of(memories: pl.DataFrame, reusable: pl.DataFrame, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
@@ -204,7 +212,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
     reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
     contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
-    vectors = context_vectors(memories, contents)
+    vectors = context_vectors_around(memories, contents, index.memories, index.vectors, redone_ids(index.memories, memories, batch))
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from links_helpers import at, memories
 from crosstier.transforms.embed.text import context_vectors, embedding_texts
@@ -56,3 +58,49 @@ def test_context_vectors_do_not_depend_on_row_order():
     forward = context_vectors(FRAME, vectors)
     backward = context_vectors(FRAME.reverse(), vectors[::-1])
     assert np.allclose(forward, backward[::-1], atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_context_around_a_micro_batch_equals_the_full_pass(data):
+    """Reusing the previous context vectors outside the touched sessions gives exactly what
+    the full pass gives, after any mix of new, edited (content, time, session, tier) and
+    deleted memories: a row reads its session alone."""
+    import polars as pl
+
+    from crosstier.transforms.embed.text import context_vectors_around
+
+    def memory(i: int) -> dict:
+        return {
+            "id": f"m{i:02d}", "content": f"c{i}",
+            "tier": data.draw(st.sampled_from(["episodic", "episodic", "semantic"])),
+            "namespace": data.draw(st.sampled_from(["a", "b"])),
+            "session_id": data.draw(st.sampled_from(["s1", "s2", "s3", None])),
+            "timestamp": at(data.draw(st.integers(0, 5))),
+        }
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    before = {i: memory(i) for i in range(data.draw(st.integers(1, 14)))}
+    vector_of = {i: rng.normal(size=4).astype(np.float32) for i in before}
+    old_vectors = np.stack([vector_of[i] for i in sorted(before)])
+    after = dict(before)
+    redo = set()
+    for i in sorted(before):
+        action = data.draw(st.sampled_from(["keep", "keep", "edit", "move", "delete"]))
+        if action == "delete":
+            del after[i]
+        elif action == "edit":
+            vector_of[i] = rng.normal(size=4).astype(np.float32)
+        elif action == "move":
+            after[i] = memory(i)
+        if action != "keep":
+            redo.add(f"m{i:02d}")
+    for i in range(len(before), len(before) + data.draw(st.integers(0, 3))):
+        after[i], vector_of[i] = memory(i), rng.normal(size=4).astype(np.float32)
+        redo.add(f"m{i:02d}")
+    old_frame = memories(*[before[i] for i in sorted(before)])
+    new_frame = memories(*[after[i] for i in sorted(after)])
+    previous = context_vectors(old_frame, old_vectors)
+    new_vectors = np.array([vector_of[i] for i in sorted(after)], dtype=np.float32).reshape(-1, 4)
+    around = context_vectors_around(new_frame, new_vectors, old_frame, previous, pl.Series(sorted(redo), dtype=pl.String))
+    assert np.array_equal(around, context_vectors(new_frame, new_vectors))
