@@ -112,11 +112,12 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
     """The micro-batch after the stores were read and the new texts embedded."""
     index = state.index
     with part("texts_fingerprints"):
-        texts = live_state.hashed_texts(memories, index.texts)
+        redo_ids = live_state.redone_ids(index.memories, memories, 1)
+        texts = live_state.hashed_texts(memories, index.texts, (index.memories, redo_ids))
         redo = memories.filter(pl.col("_batch") == 1).get_column("id")
         fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, redo)
     with part("context"):
-        vectors = context_vectors_around(memories, contents, index.memories, index.vectors, live_state.redone_ids(index.memories, memories, 1))
+        vectors = context_vectors_around(memories, contents, index.memories, index.vectors, redo_ids)
     with part("stepped"):
         new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings)
     return stats

@@ -63,12 +63,12 @@ def test_context_vectors_do_not_depend_on_row_order():
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_context_around_a_micro_batch_equals_the_full_pass(data):
-    """Reusing the previous context vectors outside the touched sessions gives exactly what
-    the full pass gives, after any mix of new, edited (content, time, session, tier) and
+    """Reusing the previous context vectors and texts outside the touched sessions gives
+    exactly what the full pass gives, after any mix of new, edited (content, time, session, tier) and
     deleted memories: a row reads its session alone."""
     import polars as pl
 
-    from crosstier.transforms.embed.text import context_vectors_around
+    from crosstier.transforms.embed.text import context_vectors_around, embedding_texts_around
 
     def memory(i: int) -> dict:
         return {
@@ -90,6 +90,7 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
         if action == "delete":
             del after[i]
         elif action == "edit":
+            after[i] = {**before[i], "content": f"c{i} edited"}
             vector_of[i] = rng.normal(size=4).astype(np.float32)
         elif action == "move":
             after[i] = memory(i)
@@ -104,3 +105,6 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     new_vectors = np.array([vector_of[i] for i in sorted(after)], dtype=np.float32).reshape(-1, 4)
     around = context_vectors_around(new_frame, new_vectors, old_frame, previous, pl.Series(sorted(redo), dtype=pl.String))
     assert np.array_equal(around, context_vectors(new_frame, new_vectors))
+    redo_ids = pl.Series(sorted(redo), dtype=pl.String)
+    texts = embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame), redo_ids)
+    assert texts.equals(embedding_texts(new_frame))

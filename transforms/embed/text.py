@@ -87,17 +87,12 @@ def context_vectors(memories: pl.DataFrame, vectors: np.ndarray, *, weight: floa
     return np.divide(mixed, norms, out=np.zeros_like(mixed), where=norms > 0)
 
 
-def context_vectors_around(
-    memories: pl.DataFrame, vectors: np.ndarray, previous_memories: pl.DataFrame, previous: np.ndarray, redo: pl.Series,
-    *, weight: float = CONTEXT_WEIGHT,
-) -> np.ndarray:
-    """`context_vectors(memories, vectors)`, computed only in the sessions a micro-batch touched.
+def touched_rows(memories: pl.DataFrame, previous_memories: pl.DataFrame, redo: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows to compute, rows to reuse, their rows in previous_memories) after a micro-batch.
 
-    `previous` holds the context vectors of `previous_memories` (row-aligned); `redo` the ids
-    whose row may differ from theirs (read again, new or gone). A row's context reads its own
-    session alone, so every row outside the sessions a `redo` id is in, now or before, keeps
-    its previous vector; the touched sessions are computed whole, by the same arithmetic. At
-    100k memories the full pass cost ~0.5 s of every micro-batch."""
+    `redo`: the ids whose row may differ from the previous set's (read again, new or gone).
+    A turn's context reads its own session alone, so the rows to compute are the redo ids
+    and every turn of a session a redo id is in, now or before; the sessions come whole."""
     wanted = redo.implode()
     key = pl.concat_str([pl.col("namespace"), pl.col("session_id")], separator="\x1f")
     episodic = (pl.col("tier") == "episodic") & pl.col("session_id").is_not_null()
@@ -107,12 +102,35 @@ def context_vectors_around(
     indexed = memories.select("id", "tier", "namespace", "session_id").with_row_index("_at").join(
         previous_memories.select("id").with_row_index("_before"), on="id", how="left", maintain_order="left"
     )
-    redo_rows = pl.col("id").is_in(wanted) | pl.col("_before").is_null() | (episodic & key.is_in(touched))
-    fresh = indexed.filter(redo_rows).get_column("_at").to_numpy()
-    reused = indexed.filter(~redo_rows)
+    fresh = pl.col("id").is_in(wanted) | pl.col("_before").is_null() | (episodic & key.is_in(touched))
+    reused = indexed.filter(~fresh)
+    return (indexed.filter(fresh).get_column("_at").to_numpy(), reused.get_column("_at").to_numpy(),
+            reused.get_column("_before").to_numpy())
+
+
+def context_vectors_around(
+    memories: pl.DataFrame, vectors: np.ndarray, previous_memories: pl.DataFrame, previous: np.ndarray, redo: pl.Series,
+    *, weight: float = CONTEXT_WEIGHT,
+) -> np.ndarray:
+    """`context_vectors(memories, vectors)`, computed only in the sessions a micro-batch
+    touched (`touched_rows`); every other row keeps its vector in `previous` (the context
+    vectors of `previous_memories`, row-aligned). At 100k memories the full pass cost ~0.5 s
+    of every micro-batch."""
+    fresh, reused, before = touched_rows(memories, previous_memories, redo)
     out = np.empty((memories.height, np.shape(vectors)[1] if np.ndim(vectors) == 2 else 0), dtype=np.float32)
-    if reused.height:
-        out[reused.get_column("_at").to_numpy()] = previous[reused.get_column("_before").to_numpy()]
+    out[reused] = previous[before]
     if len(fresh):
         out[fresh] = context_vectors(memories[fresh], np.asarray(vectors)[fresh], weight=weight)
     return out
+
+
+def embedding_texts_around(memories: pl.DataFrame, previous_memories: pl.DataFrame, previous_texts: pl.DataFrame, redo: pl.Series) -> pl.DataFrame:
+    """`embedding_texts(memories)`, built only in the sessions a micro-batch touched
+    (`touched_rows`); every other row keeps its text in `previous_texts` (id, text)."""
+    fresh, reused, before = touched_rows(memories, previous_memories, redo)
+    aligned = previous_memories.select("id").join(previous_texts.select("id", "text"), on="id", how="left", maintain_order="left")
+    parts = [pl.DataFrame({"_at": reused, "text": aligned.get_column("text").gather(before)}, schema={"_at": pl.UInt32, "text": pl.String})]
+    if len(fresh):
+        parts.append(embedding_texts(memories[fresh]).select(pl.Series("_at", fresh, dtype=pl.UInt32), "text"))
+    texts = pl.concat(parts).sort("_at")
+    return memories.select("id").with_columns(texts.get_column("text"))

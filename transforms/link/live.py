@@ -190,7 +190,9 @@ def relinked(
     kept = incremental.kept_links(index.scored, rescored)
     fresh, pairs = focused_links(features, vectors, scoring, focus)
     # kept has no end in focus or deleted and fresh has one in every row: the two never overlap.
-    scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)]).sort("source_id", "target_id", "relationship_type")
+    # Not sorted: nothing reads the scored links in order, and sorting millions of rows per
+    # micro-batch cost ~0.13 s at 100k.
+    scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)])
     # every scored link that may differ has an end in `rescored`: the cap is redone around them
     after, around = recapped(index, scored, memories, keys, rescored, scoring)
     # rows without an end in `around` are the same rows: compare only the others
