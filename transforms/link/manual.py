@@ -17,7 +17,10 @@ def manual_relationships(records: list[dict], memories: pl.DataFrame, run_id: st
     record on a pair wins (a `not_related` label is a row of that type, for merged_relationships
     to drop the pair; it is never published). Also returns (line, why) for records left out of this publish
     (they stay in the log and come back when their memories do)."""
-    where = {row[0]: (row[1], row[2]) for row in memories.select("id", "tier", "namespace").iter_rows()}
+    # only the memories the records name: the watcher calls this per micro-batch over every memory
+    named = pl.Series([i for r in records for i in (r.get("source_id"), r.get("target_id")) if isinstance(i, str)], dtype=pl.String)
+    ends = memories.filter(pl.col("id").is_in(named.implode())).select("id", "tier", "namespace")
+    where = {row[0]: (row[1], row[2]) for row in ends.iter_rows()}
     latest: dict[tuple[str, str], dict] = {}
     skipped: list[tuple[int, str]] = []
     for record in records:
