@@ -24,7 +24,7 @@ from crosstier.flows.run_record import RunRecord
 from crosstier.transforms import partitions
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import context_vectors, embedding_texts
-from crosstier.transforms.link import cap_reach, incremental, links
+from crosstier.transforms.link import cap_reach, copies, incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
@@ -206,13 +206,15 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
         return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
-    reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory)
+    groups = copies.copy_groups(memories)  # once, for the cap's reach and the cap
+    reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     focus = cap_reach.refocused(changed, deleted, previous["scored_links"], reach)
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
     fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus, work)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     scored = cap_reach.within_reach(pl.concat([kept, fresh]), reach).sort("source_id", "target_id", "relationship_type")
-    return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, len(changed), len(deleted))
+    capped = links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
+    return Linked(scored, capped, fingerprints, pairs, len(changed), len(deleted))
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

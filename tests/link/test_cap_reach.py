@@ -174,14 +174,21 @@ def test_the_watcher_started_from_a_pruned_snapshot_publishes_what_the_batch_run
         assert _sorted(index.capped).equals(_sorted(batch))
 
 
-def test_copy_keys_the_watcher_holds_give_the_same_units_as_hashing_every_text(generated):
+def test_copy_keys_the_watcher_holds_and_the_runs_groups_give_the_same_units_as_hashing_every_text(generated):
     from crosstier.transforms.link import live_cap
 
-    memories, _ = generated
+    memories, embeddings = generated
     hashed = cap_reach(memories, 2).units.sort("id")
     held = cap_reach(memories, 2, copy_keys=live_cap.copy_keys(memories)).units.sort("id")
     assert hashed["copied"].sum() > 0  # the corpus's filler turns ("ok", "sure") are copies
     assert held.equals(hashed)
+    # the run's copy groups, computed once for the reach and the cap, give the same too
+    from crosstier.transforms.link import copies
+
+    groups = copies.copy_groups(memories)
+    assert cap_reach(memories, 2, groups=groups).units.sort("id").equals(hashed)
+    stored = scored_links_with_count(memories, embeddings, _scoring(2), within_cap=2)[0]
+    assert _sorted(capped_links(stored, 2, memories, groups=groups)).equals(_sorted(capped_links(stored, 2, memories)))
 
 
 def test_a_new_copy_rescores_only_a_memory_it_made_a_copy(generated):

@@ -282,19 +282,21 @@ def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
 
 
 def capped_links(
-    links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0
+    links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0,
+    groups: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept.
 
     With `memories` (id, tier, namespace, content, timestamp), copies are folded first
     (transforms/link/copies.py): no links inside a copy group, one per group and other end,
     and each copy linked to the next in time ("carried forward"), outside the cap. Then each
-    undated fact keeps one origin (with_undated_origins), and the cap applies.
+    undated fact keeps one origin (with_undated_origins), and the cap applies. `groups`:
+    copies.copy_groups(memories) where the caller has them (a pass over every text saved).
     """
     links = links.cast(RELATIONSHIP_SCHEMA)
     chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     if memories is not None and memories.height:
-        groups = copies.copy_groups(memories)
+        groups = copies.copy_groups(memories) if groups is None else groups
         links = copies.collapsed_copy_links(links, groups)
         chain = copies.carried_forward_links(memories, groups, tau_days)
         chain = chain.join(links.select("source_id", "target_id"), on=["source_id", "target_id"], how="anti")
