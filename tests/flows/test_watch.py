@@ -155,3 +155,16 @@ def test_a_batch_run_waits_for_the_writer_lock(tmp_path):
     run.join(timeout=240)
     assert result.get("status") == "published"
     assert Catalog(out).current_snapshot() is not None
+
+
+def test_the_watcher_asks_glibc_to_keep_freed_memory_for_its_next_micro_batch():
+    """`ctc watch` tunes malloc once at start (large arrays from the heap, freed memory kept),
+    so its per-batch vector matrices are not page-faulted in afresh; glibc must accept both
+    values (mallopt returns 0 for a value it refuses)."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's; elsewhere the watcher leaves malloc as it is")
+    # in a process of its own: the setting is process-wide and the test run should keep glibc's defaults
+    code = "from crosstier.cli.cmd_watch import keep_freed_memory; raise SystemExit(0 if keep_freed_memory() is True else 1)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
