@@ -31,7 +31,7 @@ import polars as pl  # noqa: E402
 from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402
-from crosstier.transforms.embed.text import context_vectors, context_vectors_around  # noqa: E402
+from crosstier.transforms.embed.text import context_vectors, context_vectors_around, touched_rows  # noqa: E402
 from crosstier.transforms.link import candidates, links, live, live_cap  # noqa: E402
 from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
@@ -112,12 +112,12 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
     """The micro-batch after the stores were read and the new texts embedded."""
     index = state.index
     with part("texts_fingerprints"):
-        redo_ids = live_state.redone_ids(index.memories, memories, 1)
-        texts = live_state.hashed_texts(memories, index.texts, (index.memories, redo_ids))
+        touched = touched_rows(memories, index.memories, live_state.redone_ids(index.memories, memories, 1))
+        texts = live_state.hashed_texts(memories, index.texts, (index.memories, touched))
         redo = memories.filter(pl.col("_batch") == 1).get_column("id")
         fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, redo)
     with part("context"):
-        vectors = context_vectors_around(memories, contents, index.memories, index.vectors, redo_ids)
+        vectors = context_vectors_around(memories, contents, index.vectors, touched)
     with part("stepped"):
         new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings)
     return stats

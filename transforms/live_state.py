@@ -21,7 +21,7 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import context_vectors, context_vectors_around, embedding_texts, embedding_texts_around
+from crosstier.transforms.embed.text import TouchedRows, context_vectors, context_vectors_around, embedding_texts, embedding_texts_around, touched_rows
 from crosstier.transforms.link import incremental, live
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
@@ -73,10 +73,10 @@ def current_memories(stores: dict[str, FollowedStore]) -> tuple[pl.DataFrame, pl
     return extracted.memories.sort("id"), extracted.rejects
 
 
-def hashed_texts(memories: pl.DataFrame, previous: pl.DataFrame, around: tuple[pl.DataFrame, pl.Series] | None = None) -> pl.DataFrame:
+def hashed_texts(memories: pl.DataFrame, previous: pl.DataFrame, around: tuple[pl.DataFrame, TouchedRows] | None = None) -> pl.DataFrame:
     """(id, text, text_hash) of every memory; only texts that differ from `previous` are hashed.
-    With `around` (the previous memories, the ids redone: `redone_ids`), texts are built only
-    in the sessions those touch and kept from `previous` elsewhere."""
+    With `around` (the previous memories, and `touched_rows` against them), texts are built
+    only for the touched rows and kept from `previous` elsewhere."""
     texts = embedding_texts(memories) if around is None else embedding_texts_around(memories, around[0], previous, around[1])
     joined = texts.join(previous.select("id", pl.col("text").alias("_old_text"), pl.col("text_hash").alias("_old_hash")), on="id", how="left")
     same = pl.col("_old_text").is_not_null() & (pl.col("_old_text") == pl.col("text"))
@@ -202,8 +202,9 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         stores[name] = refreshed(stores[name], settings.max_content_bytes, dim, batch)
     memories, rejects = current_memories(stores)
     index = state.index
-    redo_ids = redone_ids(index.memories, memories, batch)
-    texts = hashed_texts(memories, index.texts, (index.memories, redo_ids))
+    # one look at which sessions the batch touched, for the context texts and the context vectors
+    touched = touched_rows(memories, index.memories, redone_ids(index.memories, memories, batch))
+    texts = hashed_texts(memories, index.texts, (index.memories, touched))
     old_texts = index.texts.select("id", pl.col("text_hash").alias("_old"))
     redo = (
         memories.select("id", "_batch").join(texts.select("id", "text_hash"), on="id").join(old_texts, on="id", how="left")
@@ -215,7 +216,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
     reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
     contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
-    vectors = context_vectors_around(memories, contents, index.memories, index.vectors, redo_ids)
+    vectors = context_vectors_around(memories, contents, index.vectors, touched)
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)

@@ -68,7 +68,7 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     deleted memories: a row reads its session alone."""
     import polars as pl
 
-    from crosstier.transforms.embed.text import context_vectors_around, embedding_texts_around
+    from crosstier.transforms.embed.text import context_vectors_around, embedding_texts_around, touched_rows
 
     def memory(i: int) -> dict:
         return {
@@ -103,8 +103,8 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     new_frame = memories(*[after[i] for i in sorted(after)])
     previous = context_vectors(old_frame, old_vectors)
     new_vectors = np.array([vector_of[i] for i in sorted(after)], dtype=np.float32).reshape(-1, 4)
-    around = context_vectors_around(new_frame, new_vectors, old_frame, previous, pl.Series(sorted(redo), dtype=pl.String))
+    rows = touched_rows(new_frame, old_frame, pl.Series(sorted(redo), dtype=pl.String))
+    around = context_vectors_around(new_frame, new_vectors, previous, rows)
     assert np.array_equal(around, context_vectors(new_frame, new_vectors))
-    redo_ids = pl.Series(sorted(redo), dtype=pl.String)
-    texts = embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame), redo_ids)
+    texts = embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame), rows)
     assert texts.equals(embedding_texts(new_frame))

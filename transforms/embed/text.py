@@ -14,6 +14,8 @@ fingerprint of what a turn's vector depends on (an edit to a neighbour changes i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -87,8 +89,18 @@ def context_vectors(memories: pl.DataFrame, vectors: np.ndarray, *, weight: floa
     return np.divide(mixed, norms, out=np.zeros_like(mixed), where=norms > 0)
 
 
-def touched_rows(memories: pl.DataFrame, previous_memories: pl.DataFrame, redo: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows to compute, rows to reuse, their rows in previous_memories) after a micro-batch.
+@dataclass(frozen=True)
+class TouchedRows:
+    """After a micro-batch: the rows to compute (`fresh`), the rows to reuse (`reused`) and
+    those rows' places in the previous set (`before`); positions into the current memories."""
+
+    fresh: np.ndarray
+    reused: np.ndarray
+    before: np.ndarray
+
+
+def touched_rows(memories: pl.DataFrame, previous_memories: pl.DataFrame, redo: pl.Series) -> TouchedRows:
+    """Which rows a micro-batch changed, for context vectors and context texts alike.
 
     `redo`: the ids whose row may differ from the previous set's (read again, new or gone).
     A turn's context reads its own session alone, so the rows to compute are the redo ids
@@ -104,33 +116,30 @@ def touched_rows(memories: pl.DataFrame, previous_memories: pl.DataFrame, redo: 
     )
     fresh = pl.col("id").is_in(wanted) | pl.col("_before").is_null() | (episodic & key.is_in(touched))
     reused = indexed.filter(~fresh)
-    return (indexed.filter(fresh).get_column("_at").to_numpy(), reused.get_column("_at").to_numpy(),
-            reused.get_column("_before").to_numpy())
+    return TouchedRows(indexed.filter(fresh).get_column("_at").to_numpy(), reused.get_column("_at").to_numpy(),
+                       reused.get_column("_before").to_numpy())
 
 
 def context_vectors_around(
-    memories: pl.DataFrame, vectors: np.ndarray, previous_memories: pl.DataFrame, previous: np.ndarray, redo: pl.Series,
-    *, weight: float = CONTEXT_WEIGHT,
+    memories: pl.DataFrame, vectors: np.ndarray, previous: np.ndarray, rows: TouchedRows, *, weight: float = CONTEXT_WEIGHT,
 ) -> np.ndarray:
-    """`context_vectors(memories, vectors)`, computed only in the sessions a micro-batch
-    touched (`touched_rows`); every other row keeps its vector in `previous` (the context
-    vectors of `previous_memories`, row-aligned). At 100k memories the full pass cost ~0.5 s
-    of every micro-batch."""
-    fresh, reused, before = touched_rows(memories, previous_memories, redo)
+    """`context_vectors(memories, vectors)`, computed only for `rows.fresh` (the sessions a
+    micro-batch touched); every other row keeps its vector in `previous` (the context vectors
+    of the previous set, row-aligned). At 100k memories the full pass cost ~0.5 s of every
+    micro-batch."""
     out = np.empty((memories.height, np.shape(vectors)[1] if np.ndim(vectors) == 2 else 0), dtype=np.float32)
-    out[reused] = previous[before]
-    if len(fresh):
-        out[fresh] = context_vectors(memories[fresh], np.asarray(vectors)[fresh], weight=weight)
+    out[rows.reused] = previous[rows.before]
+    if len(rows.fresh):
+        out[rows.fresh] = context_vectors(memories[rows.fresh], np.asarray(vectors)[rows.fresh], weight=weight)
     return out
 
 
-def embedding_texts_around(memories: pl.DataFrame, previous_memories: pl.DataFrame, previous_texts: pl.DataFrame, redo: pl.Series) -> pl.DataFrame:
-    """`embedding_texts(memories)`, built only in the sessions a micro-batch touched
-    (`touched_rows`); every other row keeps its text in `previous_texts` (id, text)."""
-    fresh, reused, before = touched_rows(memories, previous_memories, redo)
+def embedding_texts_around(memories: pl.DataFrame, previous_memories: pl.DataFrame, previous_texts: pl.DataFrame, rows: TouchedRows) -> pl.DataFrame:
+    """`embedding_texts(memories)`, built only for `rows.fresh` (the sessions a micro-batch
+    touched); every other row keeps its text in `previous_texts` (id, text)."""
     aligned = previous_memories.select("id").join(previous_texts.select("id", "text"), on="id", how="left", maintain_order="left")
-    parts = [pl.DataFrame({"_at": reused, "text": aligned.get_column("text").gather(before)}, schema={"_at": pl.UInt32, "text": pl.String})]
-    if len(fresh):
-        parts.append(embedding_texts(memories[fresh]).select(pl.Series("_at", fresh, dtype=pl.UInt32), "text"))
+    parts = [pl.DataFrame({"_at": rows.reused, "text": aligned.get_column("text").gather(rows.before)}, schema={"_at": pl.UInt32, "text": pl.String})]
+    if len(rows.fresh):
+        parts.append(embedding_texts(memories[rows.fresh]).select(pl.Series("_at", rows.fresh, dtype=pl.UInt32), "text"))
     texts = pl.concat(parts).sort("_at")
     return memories.select("id").with_columns(texts.get_column("text"))
