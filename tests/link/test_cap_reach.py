@@ -179,7 +179,7 @@ def test_copy_keys_the_watcher_holds_and_the_runs_groups_give_the_same_units_as_
 
     memories, embeddings = generated
     hashed = cap_reach(memories, 2).units.sort("id")
-    held = cap_reach(memories, 2, copy_keys=live_cap.copy_keys(memories)).units.sort("id")
+    held = cap_reach(memories, 2, groups=live_cap.grouped(live_cap.copy_keys(memories))).units.sort("id")
     assert hashed["copied"].sum() > 0  # the corpus's filler turns ("ok", "sure") are copies
     assert held.equals(hashed)
     # the run's copy groups, computed once for the reach and the cap, give the same too

@@ -46,21 +46,17 @@ class CapReach:
     max_links: int
 
 
-def cap_reach(memories: pl.DataFrame, max_links: int, *, copy_keys: pl.DataFrame | None = None, groups: pl.DataFrame | None = None) -> CapReach:
+def cap_reach(memories: pl.DataFrame, max_links: int, *, groups: pl.DataFrame | None = None) -> CapReach:
     """The reach of the cap over these memories (id, namespace, content, timestamp; and `ref_ids`,
     the resolved references of links.link_memories, where the caller has them).
 
     Explicit references are also read from the links being pruned (cross_reference > 0), so
     without `ref_ids` pruning is exact only on a set that holds every explicit link, as a
-    run's whole set of scored links does; a block of pairs needs `ref_ids`. `copy_keys` (id,
-    copy_key of every memory, as the watcher keeps them) or `groups` (copies.copy_groups of
-    these memories, as a run computes them once for the cap too) save hashing every text again."""
-    if groups is not None:
-        groups = groups.select("id", "copy_key")
-    elif copy_keys is None:
-        groups = copies.copy_groups(memories).select("id", "copy_key")
-    else:  # a copy group is a key held by more than one memory, as in copies.copy_groups
-        groups = copy_keys.filter(pl.len().over("copy_key") > 1).select("id", "copy_key")
+    run's whole set of scored links does; a block of pairs needs `ref_ids`. `groups` (id,
+    copy_key of every memory that has a copy: copies.copy_groups, as a run computes them once
+    for the cap too, or live_cap.grouped of the keys the watcher holds) saves hashing every
+    text again."""
+    groups = (copies.copy_groups(memories) if groups is None else groups).select("id", "copy_key")
     units = (
         memories.select("id")
         .join(groups, on="id", how="left")

@@ -184,7 +184,7 @@ def relinked(
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
     # the batch run's stored links stop at the cap's reach: as there, memories whose top links
     # may have lost a member are scored again (transforms/link/cap_reach.py)
-    reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, copy_keys=keys)
+    reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=live_cap.grouped(keys))
     focus = cap_reach.refocused(changed, deleted, index.scored, reach)
     rescored = focus | deleted
     kept = incremental.kept_links(index.scored, rescored)
