@@ -12,7 +12,11 @@ At the default settings (threshold 0.6, cap 50): share of facts linked to their 
 (all, dated, untimed), links per memory, orphan share, precision at the threshold (of the
 labelled pairs published as links, the share that are true: a fact and its source turn, or
 a related statement pair), contradiction precision and recall. At MIN_CORRELATION_SCORE=0:
-recall@1, recall@10 and MRR of the source turn among the fact's turns. Embedding seconds of
+recall@1, recall@10 and MRR of the source turn among the fact's turns. Retrieval at the
+defaults: for each fact's question (written with the set), does plain retrieval (top k by
+cosine) or expanded retrieval (as retrieve_with_expansion: the top k plus each hit's 3
+strongest links) return the fact's source turn, the evidence; and plain retrieval returning
+as many memories as the expanded answer did. Embedding seconds of
 one pass over the contents and of the product's way of embedding. The reliability curve
 (score bucket -> share of true links among the labelled pairs scored in it). Last line:
 RESULT name=value ...
@@ -62,6 +66,11 @@ def chat_memories(rows: list[dict]) -> tuple[pl.DataFrame, dict[str, str], set[s
     return with_terms(pl.DataFrame(full, schema=MEMORY_SCHEMA)), sources, dated
 
 
+def chat_questions(rows: list[dict]) -> dict[str, str]:
+    """Per fact, the question it answers (its source turn is the evidence retrieval should find)."""
+    return {r["id"]: r["question"] for r in rows if r["source"] and r.get("question")}
+
+
 def statement_memories(rows: list[dict]) -> pl.DataFrame:
     full = []
     for r in rows:
@@ -99,8 +108,11 @@ def fact_turn_labels(memories: pl.DataFrame, sources: dict[str, str]) -> dict[tu
     return labels
 
 
-def default_figures(memories, vectors, sources, dated, labels) -> dict[str, float]:
-    links = capped_links(scored_links(memories, vectors, ScoringConfig()), ScoringConfig().max_links_per_memory)
+def default_links(memories, vectors) -> pl.DataFrame:
+    return capped_links(scored_links(memories, vectors, ScoringConfig()), ScoringConfig().max_links_per_memory)
+
+
+def default_figures(memories, vectors, sources, dated, labels, links) -> dict[str, float]:
     pairs = {pair_key(a, b) for a, b in zip(links["source_id"], links["target_id"])}
     linked = {f: pair_key(f, s) in pairs for f, s in sources.items()}
     ends = set(links["source_id"]) | set(links["target_id"])
@@ -116,6 +128,49 @@ def default_figures(memories, vectors, sources, dated, labels) -> dict[str, floa
         "orphan_share": 1 - len(ends) / memories.height,
         "fact_turn_precision": sum(published) / len(published) if published else 1.0,
         "derives_from_to_source": derives_ok / len(sources),
+    }
+
+
+def retrieval_figures(memories, vectors, questions, sources, links, encode, top_k=5, expand=3) -> dict[str, float]:
+    """Does retrieval find the evidence (the fact's source turn) for a question the fact answers?
+
+    Plain: the top_k memories of the user's namespace by cosine to the question. Expanded: as
+    retrieve_with_expansion, plain plus each hit's `expand` strongest links (score, then id) to
+    memories not yet returned. Plain at the same count: as many memories by cosine as the
+    expanded answer returned, so expansion is not credited for returning more."""
+    ids = memories["id"].to_list()
+    namespaces = memories["namespace"].to_numpy()
+    ends = pl.concat([
+        links.select(pl.col("source_id").alias("memory"), pl.col("target_id").alias("other"), "score"),
+        links.select(pl.col("target_id").alias("memory"), pl.col("source_id").alias("other"), "score"),
+    ]).sort(["memory", "score", "other"], descending=[False, True, False])
+    linked = {m: list(g["other"]) for (m,), g in ends.group_by("memory", maintain_order=True)}
+    facts = list(questions)
+    asked = encode([questions[f] for f in facts])
+    found = {"plain": 0, "expanded": 0, "plain_same_count": 0}
+    returned = 0
+    for fact, q in zip(facts, asked):
+        namespace = namespaces[ids.index(fact)]
+        score = np.where(namespaces == namespace, vectors @ q, -np.inf)
+        order = sorted(range(len(ids)), key=lambda r: (-score[r], ids[r]))
+        order = [r for r in order if np.isfinite(score[r])]
+        primary = [ids[r] for r in order[:top_k]]
+        seen = list(primary)
+        for hit in primary:
+            extra = [o for o in linked.get(hit, []) if o not in seen][:expand]
+            seen.extend(extra)
+        same_count = [ids[r] for r in order[:len(seen)]]
+        source = sources[fact]
+        found["plain"] += source in primary
+        found["expanded"] += source in seen
+        found["plain_same_count"] += source in same_count
+        returned += len(seen)
+    n = max(1, len(facts))
+    return {
+        f"evidence_found_plain_top{top_k}": found["plain"] / n,
+        f"evidence_found_expanded_top{top_k}": found["expanded"] / n,
+        f"evidence_found_plain_same_count_top{top_k}": found["plain_same_count"] / n,
+        f"expanded_results_per_question_top{top_k}": returned / n,
     }
 
 
@@ -186,7 +241,8 @@ def main() -> None:
     def encode(texts: list[str]) -> np.ndarray:
         return model.encode(texts, normalize_embeddings=True, batch_size=32)
 
-    memories, sources, dated = chat_memories(read_jsonl(LABELLED / "chats.jsonl", args.split))
+    chats = read_jsonl(LABELLED / "chats.jsonl", args.split)
+    memories, sources, dated = chat_memories(chats)
     statements = read_jsonl(LABELLED / "statements.jsonl", args.split)
     encode(memories["content"].head(32).to_list())  # warm the model up before timing
     start = time.perf_counter()
@@ -196,7 +252,10 @@ def main() -> None:
     labels = fact_turn_labels(memories, sources)
 
     result = {"memories": memories.height, "facts": len(sources), "labelled_pairs": len(labels) + len(statements)}
-    result.update(default_figures(memories, vectors, sources, dated, labels))
+    links = default_links(memories, vectors)
+    result.update(default_figures(memories, vectors, sources, dated, labels, links))
+    for top_k in (1, 3, 5):  # a namespace holds ~22 memories, so the top 5 is a quarter of it
+        result.update(retrieval_figures(memories, vectors, chat_questions(chats), sources, links, encode, top_k=top_k))
     ranking, all_links = ranking_figures(memories, vectors, sources)
     result.update(ranking)
     statement, statement_scores = statement_figures(statements, encode)

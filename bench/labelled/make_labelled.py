@@ -357,6 +357,61 @@ STATEMENTS = [
     ("measure", "unrelated", "The gym class is on Tuesday", "Public sign-up is allowed on the forum", "unrelated"),
 ]
 
+# A question a user might ask whose answer is the fact (and whose evidence is the fact's source
+# turn): what bench/quality.py retrieves with, plain and expanded through the links.
+QUESTIONS = {
+    "ops-fact0": "How did we fix the migration that kept timing out?",
+    "ops-fact1": "Which version is the payments service on?",
+    "ops-fact2": "What made search slow?",
+    "ops-fact3": "How many connections can the database take?",
+    "ops-fact4": "What is the connection pool size now?",
+    "ops-fact5": "How long does a restore of the backup take?",
+    "ops-fact6": "When did we last practise a restore?",
+    "dev-fact0": "How is Python indented in the team repo?",
+    "dev-fact1": "What indentation do my scratch scripts use?",
+    "dev-fact2": "Which colour theme does my editor use?",
+    "dev-fact3": "Is the settings screen written in TypeScript?",
+    "dev-fact4": "How many tests cover the settings form?",
+    "dev-fact5": "How is the CI dependency cache keyed?",
+    "dev-fact6": "What was wrong with the flaky e2e test?",
+    "travel-fact0": "Do I like morning or evening trains?",
+    "travel-fact1": "Where am I staying in Berlin?",
+    "travel-fact2": "What kind of hotel fits my budget?",
+    "travel-fact3": "Do I enjoy beach holidays?",
+    "travel-fact4": "Do I fly or take the train for short trips?",
+    "travel-fact5": "When does my passport expire?",
+    "health-fact0": "How far do I usually run?",
+    "health-fact1": "What did the doctor say about coffee?",
+    "health-fact2": "What was my vitamin D result?",
+    "health-fact3": "When does the supplement reminder go off?",
+    "health-fact4": "Which medicine am I allergic to?",
+    "health-fact5": "Which food makes me ill?",
+    "home-fact0": "Which side of the kitchen tap is leaking?",
+    "home-fact1": "What model is the kitchen tap and what does the spare part cost?",
+    "home-fact2": "How much did the heating service cost?",
+    "home-fact3": "What pressure should the boiler show?",
+    "home-fact4": "Which wall colour does my partner not like?",
+    "home-fact5": "What colour are we painting the living room, and when?",
+    "money-fact0": "Why were groceries so expensive in March?",
+    "money-fact1": "What is the grocery budget for April?",
+    "money-fact2": "What do I pay for electricity?",
+    "money-fact3": "When does the new electricity contract start?",
+    "money-fact4": "What did I do with the tax refund?",
+    "money-fact5": "What did I want from a new energy contract?",
+    "garden-fact0": "Why are the tomato leaves turning yellow?",
+    "garden-fact1": "How should I water the tomatoes?",
+    "garden-fact2": "Why do I need a closed compost bin?",
+    "garden-fact3": "Can meat go in the compost?",
+    "garden-fact4": "When should I reseed the lawn?",
+    "garden-fact5": "Why do the bare patches need a special seed mix?",
+    "study-fact0": "What Spanish did I study before?",
+    "study-fact1": "Do I want grammar drills?",
+    "study-fact2": "Which part of the exam worries me most?",
+    "study-fact3": "Who teaches my speaking lessons and what do they cost?",
+    "study-fact4": "How big is my flashcard deck?",
+    "study-fact5": "How many new cards do I do per day now?",
+}
+
 
 def chat_rows() -> list[dict]:
     rows = []
@@ -375,7 +430,7 @@ def chat_rows() -> list[dict]:
             stamp = session_start[s] + timedelta(hours=2) if dated else None
             rows.append({"split": split, "namespace": chat, "id": f"{chat}-fact{f}", "tier": "semantic",
                          "content": content, "session_id": None, "timestamp": stamp.isoformat() if stamp else None,
-                         "source": f"{chat}-s{s}-t{t}"})
+                         "source": f"{chat}-s{s}-t{t}", "question": QUESTIONS[f"{chat}-fact{f}"]})
     return rows
 
 
