@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/quality.py                 # the MEASURE part (what the docs quote)
     .venv/bin/python bench/quality.py --split tune    # the part the maps and rules were tuned on
+    .venv/bin/python bench/quality.py --split long    # chats of long turns (measured only, never tuned on)
 
 Chats (bench/labelled/chats.jsonl): multi-session conversations of one user each (a
 namespace), facts each reworded from one specific turn, some dated and some not. Statement
@@ -227,7 +228,8 @@ def reliability(scored: pl.DataFrame) -> pl.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=("measure", "tune", "all"), default="measure")
+    parser.add_argument("--split", choices=("measure", "tune", "long", "all"), default="measure",
+                        help="long: chats of long turns, the shape of public long-conversation sets (no statement pairs)")
     parser.add_argument("--context", choices=("vectors", "text"), default="vectors",
                         help="how a turn takes its neighbours: mixed vectors (the product) or re-encoded text (the old way)")
     parser.add_argument("--write-reliability", action="store_true",
@@ -258,8 +260,10 @@ def main() -> None:
         result.update(retrieval_figures(memories, vectors, chat_questions(chats), sources, links, encode, top_k=top_k))
     ranking, all_links = ranking_figures(memories, vectors, sources)
     result.update(ranking)
-    statement, statement_scores = statement_figures(statements, encode)
-    result.update(statement)
+    statement_scores = pl.DataFrame(schema={"score": pl.Float64, "true": pl.Boolean})
+    if statements:
+        statement, statement_scores = statement_figures(statements, encode)
+        result.update(statement)
     result.update(embed_seconds_contents=content_seconds, embed_seconds_product=product_seconds)
 
     scored = all_links.select(

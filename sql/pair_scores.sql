@@ -4,7 +4,7 @@
 --         shared_weight: the rarity weight of the terms both have, links.shared_term_weights),
 --         link_memories(idx, id, namespace, timestamp, terms, term_weights, ref_ids, cites)
 -- Each component is evidence on a 0-1 scale. co_occurrence is the rarity-weighted Jaccard of
--- the two term sets, full at $co_full. A component that cannot speak is null and drops out,
+-- the two term sets, full at $co_full, or the containment of the shorter one in the longer. A component that cannot speak is null and drops out,
 -- the remaining weights rescaled to sum to 1: temporal without two timestamps, cross_reference
 -- when neither memory cites anything.
 with
@@ -54,9 +54,20 @@ components as (
         b_refers_a,
         cosine,
         semantic,
+        -- Jaccard evidence, or containment evidence where one memory is much shorter: the
+        -- Jaccard over its ceiling w(small) / w(large), up to shared / $co_shared_full
+        -- (calibration.Calibration.co_occurrence computes the same)
         case
-            when a_weight + b_weight - shared_weight <= 0 then 0.0
-            else least(1.0, shared_weight / (a_weight + b_weight - shared_weight) / $co_full)
+            when a_weight + b_weight - shared_weight <= 0 or least(a_weight, b_weight) <= 0 then 0.0
+            else greatest(
+                least(1.0, shared_weight / (a_weight + b_weight - shared_weight) / $co_full),
+                least(
+                    1.0,
+                    shared_weight / (a_weight + b_weight - shared_weight)
+                        * greatest(a_weight, b_weight) / least(a_weight, b_weight) / $co_full,
+                    shared_weight / $co_shared_full
+                )
+            )
         end as co_occurrence,
         case
             when a_ts is not null and b_ts is not null

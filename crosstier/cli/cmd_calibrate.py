@@ -110,7 +110,7 @@ def calibrate(args: argparse.Namespace, settings) -> int:
     else:
         print("labelled pairs: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         print("semantic map (cosine -> semantic): " + ", ".join(f"{x:.2f}->{y:.2f}" for x, y in calibration.semantic_knots))
-        print(f"co_full: {calibration.co_full}")
+        print(f"co_full: {calibration.co_full}, co_shared_full: {calibration.co_shared_full}")
         print(f"wrote {target} ({calibration.fingerprint})")
         print(f'use it: under [scoring] in the config, calibration = "{target}" (the next run is full)')
     return 0

@@ -51,6 +51,8 @@ def test_term_weights_favour_rare_terms_and_overlap_is_weighted_jaccard():
         ({"semantic_knots": [[0.1, 0], [1, 1]], "co_full": 0.5}, "span"),
         ({"semantic_knots": [[0, 0], [1, 1.5]], "co_full": 0.5}, "span"),
         ({"semantic_knots": [[0, 0], [1, 1]], "co_full": 0}, "co_full"),
+        ({"semantic_knots": [[0, 0], [1, 1]], "co_full": 0.5, "co_shared_full": 0}, "co_shared_full"),
+        ({"semantic_knots": [[0, 0], [1, 1]], "co_full": 0.5, "co_shared_full": "two"}, "co_shared_full"),
     ],
 )
 def test_a_bad_calibration_file_is_a_clear_error(doc, match):

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
 import crosstier.transforms.link.candidates as candidates
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link.calibration import load_calibration
+from crosstier.transforms.link.calibration import load_calibration, weighted_overlap
 from crosstier.transforms.link.candidates import candidate_pairs, route_bounds
 from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, scored_links, unit_rows
 from crosstier.transforms.link.terms import with_terms
@@ -27,6 +28,20 @@ _spec.loader.exec_module(corpus)
 def generated():
     memories, embeddings = corpus.generate_corpus(360, seed=3)
     return with_terms(memories), embeddings
+
+
+@pytest.fixture(scope="module")
+def lopsided():
+    """The generated memories, every fourth one made long: its content followed by two other
+    memories' of its namespace, as a chat turn that several short facts were drawn from."""
+    memories, embeddings = corpus.generate_corpus(360, seed=3)
+    contents = memories["content"].to_list()
+    namespaces = memories["namespace"].to_list()
+    longer = []
+    for i, text in enumerate(contents):
+        same = [j for j in range(len(contents)) if namespaces[j] == namespaces[i] and j != i]
+        longer.append(f"{text} {contents[same[(7 * i) % len(same)]]} {contents[same[(13 * i + 5) % len(same)]]}" if i % 4 == 0 else text)
+    return with_terms(memories.with_columns(pl.Series("content", longer))), embeddings
 
 
 SETTINGS = [
@@ -55,6 +70,19 @@ def test_pruned_links_equal_brute_force(generated, scoring):
     assert capped_links(pruned, k).equals(capped_links(oracle, k))
 
 
+@pytest.mark.parametrize("scoring", [SETTINGS[0], SETTINGS[3], SETTINGS[4]])
+def test_pruned_links_equal_brute_force_where_short_memories_sit_inside_long_ones(lopsided, scoring):
+    memories, embeddings = lopsided
+    pruned = scored_links(memories, embeddings, scoring)
+    assert pruned.equals(brute_force_links(memories, embeddings, scoring))
+    # the case is exercised: some links have more term evidence than their Jaccard alone gives
+    terms = dict(zip(memories["id"], memories["terms"].to_list()))
+    calibration = load_calibration(scoring.calibration)
+    by_jaccard = [min(1.0, weighted_overlap(terms[a], terms[b]) / calibration.co_full)
+                  for a, b in zip(pruned["source_id"], pruned["target_id"])]
+    assert (pruned["co_occurrence"].to_numpy() > np.array(by_jaccard) + 1e-9).sum() >= 5
+
+
 @pytest.mark.parametrize(
     ("search_min_pairs", "max_term_share"),
     [
@@ -78,11 +106,11 @@ def test_near_steps_bound_temporal_by_bucket_distance():
     assert [d for d, _, _ in steps] == list(range(candidates._NEAR_STEPS + 1))
     # near, W = 0.8 (cross_reference silent): w_s*s + w_c*c >= 0.48 - 0.15 = 0.33. The cosine search
     # takes s >= split = (0.33 - 0.25*0.5) / 0.4 = 0.5125, so the join needs c >= (0.33 - 0.205) / 0.25
-    # = 0.5, a weighted overlap of 0.5 * co_full; the floor is the cosine of s = (0.33 - 0.25) / 0.4 = 0.2
+    # = 0.5; the floor is the cosine of s = (0.33 - 0.25) / 0.4 = 0.2
     assert candidates.search_splits(scoring) == pytest.approx({"timed": 0.5125, "untimed": 0.6625})
-    assert steps[0][1:] == steps[1][1:] == pytest.approx((0.5 * calibration.co_full, calibration.cosine_floor(0.2)))
-    overlaps = [c for _, c, _ in steps]
-    assert overlaps == sorted(overlaps) and overlaps[-1] <= candidates.route_overlaps(scoring)["far"]
+    assert steps[0][1:] == steps[1][1:] == pytest.approx((0.5, calibration.cosine_floor(0.2)))
+    co_mins = [c for _, c, _ in steps]
+    assert co_mins == sorted(co_mins) and co_mins[-1] <= candidates.route_co_mins(scoring)["far"]
     floors = candidates.route_floors(scoring)
     assert floors == pytest.approx({"near": 0.2, "far": (0.48 - 0.15 * math.exp(-2) - 0.25) / 0.4, "untimed": 0.35})
 

@@ -58,6 +58,30 @@ def test_co_occurrence_is_the_weighted_jaccard_over_co_full(content_a, content_b
     assert row["co_occurrence"] == pytest.approx(min(1.0, overlap / load_calibration(None).co_full))
 
 
+@pytest.mark.parametrize(
+    ("content_a", "content_b", "co_occurrence"),
+    [
+        # every term of the short one in the long one, two rare terms shared: full evidence
+        # (its Jaccard, 2/6, would give only 0.67)
+        ("pgvector zorblax", "pgvector zorblax quuxify frobnitz wibblet wobblex", 1.0),
+        # contained, but one rare term is not two rare terms' worth: shared 1 / co_shared_full 2
+        ("pgvector", "pgvector zorblax quuxify frobnitz", 0.5),
+        # half of the short one contained: Jaccard 2/8 over its ceiling 4/6, 0.375 / co_full
+        ("pgvector zorblax quuxify frobnitz", "pgvector zorblax wibblet wobblex gizmoqa gadgetz", 0.75),
+    ],
+)
+def test_a_short_memory_inside_a_long_one_counts_its_containment(content_a, content_b, co_occurrence):
+    frame = two({"content": content_a}, {"content": content_b})
+    row = pair_scores(frame, 0.0)
+    assert row["co_occurrence"] == pytest.approx(co_occurrence)
+    # the numpy reading (used by the candidate bound and tests) is the same
+    lm = link_memories(frame)
+    weights = lm["term_weights"].list.sum().to_list()
+    shared = sum(term_weight(t) for t in set(lm["terms"][0]) & set(lm["terms"][1]))
+    assert float(load_calibration(None).co_occurrence(shared, weights[0], weights[1])) == pytest.approx(co_occurrence)
+    assert float(load_calibration(None).co_occurrence_bound(weights[0], weights[1])) >= co_occurrence
+
+
 def test_a_shared_rare_term_counts_for_more_than_a_shared_common_one():
     assert term_weight("school") < 0.3 < term_weight("pgvector") == 1.0
     common = pair_scores(two({"content": "school pgvector"}, {"content": "school kafka"}), 0.0)["co_occurrence"]

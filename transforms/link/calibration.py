@@ -8,12 +8,18 @@ means "as strong as this kind of evidence gets for a true link" (DESIGN.md, Scor
   (isotonic regression, capped at 1): 1 where pairs are on average "related, sharing some
   details" (STS 2 of 5). See docs/links.md.
 - co_occurrence = min(1, weighted Jaccard / co_full), where each term weighs by its rarity in
-  English (common_terms.txt: ln(1 + rank) / ln(1 + count), a term not listed weighs 1). The
-  weight depends on the term alone, never on the corpus, so a pair's score stays pair-local
-  and an incremental run equals a full one.
+  English (common_terms.txt: ln(1 + rank) / ln(1 + count), a term not listed weighs 1), or,
+  when one memory is much shorter than the other, its containment: Jaccard can be at most
+  w(small) / w(large), so a short fact whose every term is in a long chat turn could never
+  show full evidence. The Jaccard divided by that ceiling counts too, but only as far as the
+  shared weight reaches `co_shared_full` (two rare terms' worth): one shared word between a
+  one-word question and a long turn is not full evidence. The weights depend on the term
+  alone, never on the corpus, so a pair's score stays pair-local and an incremental run
+  equals a full one.
 
 A calibration file (JSON, written by `ctc calibrate`) holds `semantic_knots` ([[cosine,
-semantic], ...], both non-decreasing), `co_full` and the `model` it was fitted for.
+semantic], ...], both non-decreasing), `co_full`, optionally `co_shared_full` (default 2.0)
+and the `model` it was fitted for.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 BUNDLED = "bundled"
+CO_SHARED_FULL = 2.0  # shared term weight at which a short memory's containment in a long one is full evidence
 _EPS = 1e-9
 
 
@@ -48,11 +55,13 @@ class Calibration:
     source: str = BUNDLED
     # Measured on a labelled set: (score bucket, labelled pairs scored in it, true links among them).
     reliability: tuple[tuple[str, int, int], ...] = ()
+    co_shared_full: float = CO_SHARED_FULL
 
     @property
     def fingerprint(self) -> str:
         """What the scores depend on (not where the file lies): a change makes the next run full."""
-        body = json.dumps({"semantic_knots": self.semantic_knots, "co_full": self.co_full}, sort_keys=True)
+        body = json.dumps({"semantic_knots": self.semantic_knots, "co_full": self.co_full,
+                           "co_shared_full": self.co_shared_full}, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
     def semantic(self, cosine: np.ndarray | float) -> np.ndarray:
@@ -78,16 +87,39 @@ class Calibration:
                 return x0 + (x1 - x0) * max(0.0, semantic - y0) / (y1 - y0)
         return knots[-1][0]
 
-    def co_occurrence(self, overlap: np.ndarray | float) -> np.ndarray:
-        """The co-occurrence component of each weighted Jaccard overlap."""
-        return np.minimum(1.0, np.asarray(overlap, dtype=np.float64) / self.co_full)
+    def co_occurrence(self, shared: np.ndarray | float, a_weight: np.ndarray | float, b_weight: np.ndarray | float) -> np.ndarray:
+        """The co-occurrence component of pairs from their shared term weight and each side's total
+        (what sql/pair_scores computes): the larger of the Jaccard evidence and the containment
+        evidence (Jaccard over its ceiling w(small) / w(large), up to shared / co_shared_full)."""
+        shared, a, b = (np.asarray(x, dtype=np.float64) for x in (shared, a_weight, b_weight))
+        union = a + b - shared
+        small, large = np.minimum(a, b), np.maximum(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            jaccard = np.where(union > 0, shared / union, 0.0)
+            contained = np.where(small > 0, jaccard * large / small, 0.0)
+        by_jaccard = np.minimum(1.0, jaccard / self.co_full)
+        by_containment = np.minimum(np.minimum(1.0, contained / self.co_full), shared / self.co_shared_full)
+        return np.maximum(by_jaccard, by_containment)
 
-    def overlap_floor(self, co_occurrence: float) -> float:
-        """The least weighted overlap whose co-occurrence component reaches `co_occurrence`."""
-        return co_occurrence * self.co_full
+    def co_occurrence_bound(self, a_weight: np.ndarray | float, b_weight: np.ndarray | float) -> np.ndarray:
+        """The most co_occurrence two memories of these term weights can have, whatever they share:
+        Jaccard <= w(small) / w(large), and shared <= w(small) for the containment part."""
+        a, b = np.asarray(a_weight, dtype=np.float64), np.asarray(b_weight, dtype=np.float64)
+        small, large = np.minimum(a, b), np.maximum(a, b)
+        ceiling = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
+        return np.maximum(np.minimum(1.0, ceiling / self.co_full), np.minimum(1.0, small / self.co_shared_full))
+
+    def prefix_weights(self, co_occurrence: float) -> tuple[float, float]:
+        """For pairs that need co_occurrence >= c: (j, x) such that their shared weight reaches
+        j * w(M) or x, for each of the two memories M (see candidates.in_prefix).
+
+        Jaccard evidence c needs Jaccard >= c * co_full, so shared >= c * co_full * w(M);
+        containment evidence c needs shared >= c * co_shared_full."""
+        return co_occurrence * self.co_full, co_occurrence * self.co_shared_full
 
     def to_json(self) -> dict:
-        return {"model": self.model, "semantic_knots": [list(k) for k in self.semantic_knots], "co_full": self.co_full}
+        return {"model": self.model, "semantic_knots": [list(k) for k in self.semantic_knots], "co_full": self.co_full,
+                "co_shared_full": self.co_shared_full}
 
 
 def calibration_from_dict(doc: dict, source: str) -> Calibration:
@@ -107,10 +139,16 @@ def calibration_from_dict(doc: dict, source: str) -> Calibration:
     if not 0.0 < co_full <= 1.0:
         raise CalibrationError(f"{source}: co_full must be in (0, 1], got {co_full}")
     try:
+        co_shared_full = float(doc.get("co_shared_full", CO_SHARED_FULL))
+    except (TypeError, ValueError) as exc:
+        raise CalibrationError(f"{source}: co_shared_full must be a number ({exc})") from None
+    if not co_shared_full > 0.0:
+        raise CalibrationError(f"{source}: co_shared_full must be above 0, got {co_shared_full}")
+    try:
         reliability = tuple((str(b), int(n), int(t)) for b, n, t in doc.get("reliability", ()))
     except (TypeError, ValueError) as exc:
         raise CalibrationError(f"{source}: reliability must be [[bucket, pairs, true], ...] ({exc})") from None
-    return Calibration(knots, co_full, str(doc.get("model", "")), source, reliability)
+    return Calibration(knots, co_full, str(doc.get("model", "")), source, reliability, co_shared_full)
 
 
 def load_calibration(path: str | None = None) -> Calibration:

@@ -20,10 +20,11 @@ no term can never qualify. Routes, each with its own t_max:
 - untimed: an end without a timestamp (W = 0.85, t = 0): c_min = 0.44, s_floor =
   (0.51 - 0.25) / 0.4 = 0.65.
 The prefix filter of set-similarity joins turns each c_min into an exact candidate
-join: order terms rarest first (namespace document frequency, then the term); if
-J(A, B) >= c_min then |A & B| >= ceil(c_min*|A|), and the rarest shared term lies in
-the first |A| - ceil(c_min*|A|) + 1 terms of A and likewise of B. So joining on those
-prefixes (and, on the near routes, on buckets d apart) loses no qualifying pair.
+join: order terms rarest first (namespace document frequency, then the term); c >= c_min
+needs a shared term weight of at least min(j*w(M), x) for each end M (in_prefix: j from
+the Jaccard evidence, x from the containment evidence), and the rarest shared term lies
+where M's remaining weight still reaches that. So joining on those prefixes (and, on the
+near routes, on buckets d apart) loses no qualifying pair.
 
 A fixed vocabulary makes some of those join groups (one term, maybe one bucket) grow
 with N, and their rows quadratically. So a group of a common term (document share above
@@ -32,7 +33,7 @@ it is searched by cosine (transforms/link/neighbours.py, `grouped_pairs_at_floor
 pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
 The group keys are the same, only the per-pair check moves before materialising, so
 the result is the same as joining everything. Then each candidate's exact upper bound is
-checked in numpy (its real cosine and temporal, c <= min(|A|,|B|)/max(|A|,|B|)).
+checked in numpy (its real cosine and temporal, c bounded by the two term weights).
 
 When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by a
 range search on cosine (s >= max(s_min(a), s_min(b))), exact below `ann_min_memories`
@@ -143,19 +144,19 @@ def _route_split(scoring: ScoringConfig, route: str) -> float:
     return max(timed, 1.0 if splits["untimed"] is None else splits["untimed"])
 
 
-def _overlap_min(scoring: ScoringConfig, need: float, route: str) -> float:
-    """The least weighted term overlap a pair of the route below the split needs (> 1: none can qualify)."""
+def _co_min(scoring: ScoringConfig, need: float, route: str) -> float:
+    """The least co_occurrence a pair of the route below the split needs (inf: none can qualify, 0: any)."""
     w_s, w_c = scoring.weights["semantic"], scoring.weights["co_occurrence"]
     c_min = _bound(w_c, need - w_s * _route_split(scoring, route))
     if c_min > 1.0 + _EPS:
         return math.inf
-    return _calibration(scoring).overlap_floor(c_min) if c_min > 0 else 0.0
+    return max(0.0, c_min)
 
 
-def route_overlaps(scoring: ScoringConfig) -> dict[str, float]:
-    """Per route ('far', 'untimed'), the least weighted term overlap its term join needs."""
+def route_co_mins(scoring: ScoringConfig) -> dict[str, float]:
+    """Per route ('far', 'untimed'), the least co_occurrence its term join needs."""
     needs = _route_needs(scoring)
-    return {name: _overlap_min(scoring, needs[name], name) for name in ("far", "untimed")}
+    return {name: _co_min(scoring, needs[name], name) for name in ("far", "untimed")}
 
 
 def route_cosine_floors(scoring: ScoringConfig) -> dict[str, float]:
@@ -170,11 +171,11 @@ def time_bucket_seconds(scoring: ScoringConfig) -> float:
 
 
 def near_steps(scoring: ScoringConfig) -> list[tuple[int, float, float]]:
-    """(bucket distance d, least weighted overlap, cosine floor) of each near route, d = 0 .. _NEAR_STEPS.
+    """(bucket distance d, least co_occurrence, cosine floor) of each near route, d = 0 .. _NEAR_STEPS.
 
     Two timestamped ends d >= 2 buckets (of width h = 2*tau/_NEAR_STEPS) apart are more
     than (d-1)*h apart, so t <= t_max(d) = exp(-(d-1)*h/tau); d <= 1 gives t_max = 1.
-    The smaller t_max, the larger the overlap needed (a shorter prefix) and the higher the
+    The smaller t_max, the larger the co_occurrence needed (a shorter prefix) and the higher the
     floor, so pairs some days apart cost far less than same-day ones. Ends more than 2*tau
     apart (d > _NEAR_STEPS) are the 'far' route's.
     """
@@ -186,22 +187,25 @@ def near_steps(scoring: ScoringConfig) -> list[tuple[int, float, float]]:
     for d in range(_NEAR_STEPS + 1):
         t_max = 1.0 if d <= 1 else math.exp(-(d - 1) * h_over_tau)
         need = scoring.min_correlation_score * (w_s + w_c + w_t) - w_t * t_max
-        steps.append((d, _overlap_min(scoring, need, "near"), calibration.cosine_floor(_bound(w_s, need - w_c))))
+        steps.append((d, _co_min(scoring, need, "near"), calibration.cosine_floor(_bound(w_s, need - w_c))))
     return steps
 
 
-def in_prefix(overlap_min: float) -> pl.Expr:
-    """Whether a ranked term is within its memory's prefix for a join on weighted overlap >= overlap_min.
+def in_prefix(co_min: float, calibration: Calibration) -> pl.Expr:
+    """Whether a ranked term is within its memory's prefix for a join on co_occurrence >= co_min.
 
-    If the weighted Jaccard of A and B reaches j, their shared weight reaches j*w(A). The first
-    shared term in the global order then has at least that much of A's weight from it on
-    (`suffix_w`), and likewise for B: so joining on terms with suffix_w >= j*total_w loses no pair.
+    co_occurrence >= c needs the Jaccard evidence (weighted Jaccard >= j = c*co_full, so a
+    shared weight >= j*w(A) and >= j*w(B)) or the containment evidence (a shared weight >= x =
+    c*co_shared_full): either way, for each end M the shared weight reaches min(j*w(M), x). The
+    first shared term in the global order then has at least that much of M's weight from it on
+    (`suffix_w`): so joining on terms with suffix_w >= min(j*total_w, x) loses no pair.
     """
-    if overlap_min <= 0:
+    if co_min <= 0:
         return pl.lit(True)
-    if overlap_min > 1:
+    if co_min > 1:
         return pl.lit(False)
-    return pl.col("suffix_w") >= overlap_min * pl.col("total_w") - _EPS
+    j, x = calibration.prefix_weights(co_min)
+    return pl.col("suffix_w") >= pl.min_horizontal(j * pl.col("total_w"), pl.lit(x)) - _EPS
 
 
 def ranked_terms(memories: pl.DataFrame) -> pl.DataFrame:
@@ -291,8 +295,9 @@ def term_pairs(
     for ends more than 2*tau apart) and untimed route (an end without a timestamp): the
     key is (namespace, term). `ranked`: ranked_terms(memories), when the caller already has it.
     """
-    overlaps = route_overlaps(scoring)
+    co_mins = route_co_mins(scoring)
     floors = route_cosine_floors(scoring)
+    calibration = _calibration(scoring)
     bucket = time_bucket_seconds(scoring)
     info = memories.select(
         "idx",
@@ -306,19 +311,19 @@ def term_pairs(
     ).drop("df", "ns_size")
     timed_terms = ranked.filter("timed")
     out = []
-    for d, overlap_min, floor in near_steps(scoring):
-        if overlap_min > 1:
+    for d, co_min, floor in near_steps(scoring):
+        if co_min > 1:
             continue
-        timed = timed_terms.filter(in_prefix(overlap_min))
+        timed = timed_terms.filter(in_prefix(co_min, calibration))
         offsets = [d] if focus is None or d == 0 else [-d, d]
         probe = timed.filter("focus").with_columns(
             (pl.col("bucket") + pl.lit(offsets, dtype=pl.List(pl.Int64))).alias("bucket")
         ).explode("bucket")
         out.append(_shared_key_pairs(probe, timed, ["namespace", "term", "bucket"], vectors, floor))
     for name in ("far", "untimed"):
-        if overlaps[name] > 1:
+        if co_mins[name] > 1:
             continue
-        entries = ranked.filter(in_prefix(overlaps[name]))
+        entries = ranked.filter(in_prefix(co_mins[name], calibration))
         on = ["namespace", "term"]
         if name == "far":
             timed = entries.filter("timed")
@@ -390,8 +395,8 @@ def bounded_pairs(
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
 
     Once a pair is known, its cosine (so its semantic component) and temporal are cheap
-    (numpy); only the term overlap is left unknown, bounded by min(w(A), w(B)) / max(w(A), w(B))
-    of the two memories' term weights; cross_reference is taken as silent (the larger score).
+    (numpy); only the term overlap is left unknown, bounded by the two memories' term weights
+    (Calibration.co_occurrence_bound); cross_reference is taken as silent (the larger score).
     Pruning here keeps the SQL to the pairs that may qualify.
     """
     w = scoring.weights
@@ -405,8 +410,7 @@ def bounded_pairs(
     for start in range(0, len(a), _CHUNK):
         ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
         cos = cosines[start:start + _CHUNK] + _COS_SLACK
-        small, large = np.minimum(weight[ia], weight[ib]), np.maximum(weight[ia], weight[ib])
-        co = calibration.co_occurrence(np.divide(small, large, out=np.zeros_like(small), where=large > 0))
+        co = calibration.co_occurrence_bound(weight[ia], weight[ib])
         gap = np.abs(stamps[ia] - stamps[ib])
         timed = ~np.isnan(gap)
         temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
@@ -446,7 +450,7 @@ def partner_cosine_floor(scoring: ScoringConfig) -> float:
 
     Each floor takes co_occurrence = 1 and the route's largest temporal, so a pair below
     every floor fails `bounded_pairs` whatever terms it shares."""
-    floors = [floor for _d, _overlap, floor in near_steps(scoring)] + list(route_cosine_floors(scoring).values())
+    floors = [floor for _d, _co_min, floor in near_steps(scoring)] + list(route_cosine_floors(scoring).values())
     return min(floors)
 
 

@@ -45,6 +45,7 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
     w = scoring.weights
     return {
         "co_full": calibration_of(scoring).co_full,
+        "co_shared_full": calibration_of(scoring).co_shared_full,
         "w_semantic": w["semantic"],
         "w_co_occurrence": w["co_occurrence"],
         "w_temporal": w["temporal"],
