@@ -4,9 +4,9 @@
 --         shared_weight: the rarity weight of the terms both have, links.shared_term_weights),
 --         link_memories(idx, id, namespace, timestamp, terms, term_weights, ref_ids, cites)
 -- Each component is evidence on a 0-1 scale. co_occurrence is the rarity-weighted Jaccard of
--- the two term sets, full at $co_full, or the containment of the shorter one in the longer. A component that cannot speak is null and drops out,
--- the remaining weights rescaled to sum to 1: temporal without two timestamps, cross_reference
--- when neither memory cites anything.
+-- the two term sets, full at $co_full, or the containment of the shorter one in the longer.
+-- A component that cannot speak is null and drops out, the remaining weights rescaled to sum
+-- to 1: temporal without two timestamps, cross_reference when neither memory cites anything.
 with
 
 pairs as (
