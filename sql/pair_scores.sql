@@ -56,7 +56,7 @@ components as (
         semantic,
         -- Jaccard evidence, or containment evidence where one memory is much shorter: the
         -- Jaccard over its ceiling w(small) / w(large), up to shared / $co_shared_full
-        -- (calibration.Calibration.co_occurrence computes the same)
+        -- (candidates.bounded_pairs bounds it by Calibration.co_occurrence_bound)
         case
             when a_weight + b_weight - shared_weight <= 0 or least(a_weight, b_weight) <= 0 then 0.0
             else greatest(

@@ -87,20 +87,6 @@ class Calibration:
                 return x0 + (x1 - x0) * max(0.0, semantic - y0) / (y1 - y0)
         return knots[-1][0]
 
-    def co_occurrence(self, shared: np.ndarray | float, a_weight: np.ndarray | float, b_weight: np.ndarray | float) -> np.ndarray:
-        """The co-occurrence component of pairs from their shared term weight and each side's total
-        (what sql/pair_scores computes): the larger of the Jaccard evidence and the containment
-        evidence (Jaccard over its ceiling w(small) / w(large), up to shared / co_shared_full)."""
-        shared, a, b = (np.asarray(x, dtype=np.float64) for x in (shared, a_weight, b_weight))
-        union = a + b - shared
-        small, large = np.minimum(a, b), np.maximum(a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            jaccard = np.where(union > 0, shared / union, 0.0)
-            contained = np.where(small > 0, jaccard * large / small, 0.0)
-        by_jaccard = np.minimum(1.0, jaccard / self.co_full)
-        by_containment = np.minimum(np.minimum(1.0, contained / self.co_full), shared / self.co_shared_full)
-        return np.maximum(by_jaccard, by_containment)
-
     def co_occurrence_bound(self, a_weight: np.ndarray | float, b_weight: np.ndarray | float) -> np.ndarray:
         """The most co_occurrence two memories of these term weights can have, whatever they share:
         Jaccard <= w(small) / w(large), and shared <= w(small) for the containment part."""

@@ -43,9 +43,10 @@ def calibration_of(scoring: ScoringConfig) -> Calibration:
 def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
     """The SQL parameters of scoring and classification."""
     w = scoring.weights
+    calibration = calibration_of(scoring)
     return {
-        "co_full": calibration_of(scoring).co_full,
-        "co_shared_full": calibration_of(scoring).co_shared_full,
+        "co_full": calibration.co_full,
+        "co_shared_full": calibration.co_shared_full,
         "w_semantic": w["semantic"],
         "w_co_occurrence": w["co_occurrence"],
         "w_temporal": w["temporal"],
