@@ -86,7 +86,7 @@ def prepared(memories: pl.DataFrame, contents: np.ndarray) -> tuple[pl.DataFrame
     empty = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
     texts = live_state.hashed_texts(memories, empty)
     fingerprints = live.incremental.memory_fingerprints(memories, texts)
-    return memories, contents, texts, fingerprints, context_vectors(memories, contents)
+    return memories, contents, texts, fingerprints, links.unit_rows(context_vectors(memories, contents))
 
 
 def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Settings, cache: Path) -> live_state.WatchState:
@@ -117,7 +117,7 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
         redo = memories.filter(pl.col("_batch") == 1).get_column("id")
         fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, redo)
     with part("context"):
-        vectors = context_vectors_around(memories, contents, index.vectors, touched)
+        vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
     with part("stepped"):
         new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings)
     return stats

@@ -22,7 +22,7 @@ from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import TouchedRows, context_vectors, context_vectors_around, embedding_texts, embedding_texts_around, touched_rows
-from crosstier.transforms.link import incremental, live
+from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -152,11 +152,12 @@ def with_rejects(state: WatchState, delta: Delta, rejects: pl.DataFrame) -> tupl
 
 
 def stepped(state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fingerprints: pl.DataFrame, vectors: np.ndarray, manual_log_path: Path, settings: Settings) -> tuple[WatchState, Delta, dict[str, Any]]:
-    """Link the current memories against the state's index and build the delta."""
+    """Link the current memories against the state's index and build the delta. `vectors`:
+    the memories' context vectors as unit rows (links.unit_rows), row-aligned."""
     published = published_memories(memories)
     index = state.index
     if settings.auto_discover:
-        result = live.relinked(index, memories, vectors, texts, settings.scoring, fingerprints)
+        result = live.relinked(index, memories, vectors, texts, settings.scoring, fingerprints, units=vectors)
         new_index, affected, pairs = result.index, result.affected, result.pairs_scored
         deleted = result.deleted
     else:
@@ -216,7 +217,8 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
     reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
     contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
-    vectors = context_vectors_around(memories, contents, index.vectors, touched)
+    # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
+    vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)
@@ -240,9 +242,12 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     # embedding cache the run just filled (or the stores that provide them)
     no_rows = pl.DataFrame(schema={"id": pl.String, "row": pl.Int64})
     contents, vector_stats = content_vectors_of(memories, no_rows, np.zeros((0, dim), np.float32), dim, vectors_for)
-    vectors = context_vectors(memories, contents)
+    vectors = links.unit_rows(context_vectors(memories, contents))
     scored = snapshot["scored_links"].cast(RELATIONSHIP_SCHEMA)
-    index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored, live.capped(scored, snapshot["memories"], settings.scoring))
+    # the snapshot's copy keys now, not in the first micro-batch: without them that batch caps
+    # every link again (~7 s at 100k memories, which every append in that time waited for)
+    index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored,
+                           live.capped(scored, snapshot["memories"], settings.scoring), copy_keys=live_cap.copy_keys(snapshot["memories"]))
     snapshot_memories = snapshot["memories"]
     published = published_memories(memories)
     if set(snapshot_memories.columns) == set(published.columns):
