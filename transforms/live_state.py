@@ -21,7 +21,7 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import TouchedRows, context_vectors, context_vectors_around, embedding_texts, embedding_texts_around, touched_rows
+from crosstier.transforms.embed.text import TouchedRows, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
 from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
@@ -103,27 +103,26 @@ def redone_ids(previous: pl.DataFrame, memories: pl.DataFrame, batch: int) -> pl
     return pl.concat([read_now, gone])
 
 
-def content_vectors_of(memories: pl.DataFrame, reusable: pl.DataFrame, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
+def content_vectors_of(memories: pl.DataFrame, at: np.ndarray, rows: np.ndarray, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
     """Row-aligned vectors of each memory's own content, as the batch run makes them:
-    `matrix[row]` for the ids in `reusable` (id, row), the rest provided by their store or
-    embedded by content (the cache, then the model)."""
-    indexed = memories.select("id").with_row_index("_at").join(reusable, on="id", how="left", maintain_order="left")
-    out = np.zeros((memories.height, dim), dtype=np.float32)
-    have = indexed.filter(pl.col("row").is_not_null())
-    if have.height:
-        out[have.get_column("_at").to_numpy()] = matrix[have.get_column("row").to_numpy()]
-    need_ids = indexed.filter(pl.col("row").is_null()).select("id", "_at")
-    need = memories.join(need_ids, on="id", how="semi")
+    `matrix[rows]` at the positions `at` (memories whose content the batch did not read
+    again), the rest provided by their store or embedded by content (the cache, then the model)."""
+    out = np.empty((memories.height, dim), dtype=np.float32)  # every row is set below
+    copy_rows(out, at, matrix, rows)
+    missing = np.ones(memories.height, dtype=bool)
+    missing[at] = False
+    need_ids = memories.select("id").with_row_index("_at").filter(pl.Series(missing))
+    need = memories.filter(pl.Series(missing))
     provided = embed.provided_embeddings(need, dim)
-    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(memories.select("id", pl.col("content").alias("text")), on="id")
+    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(need.select("id", pl.col("content").alias("text")), on="id")
     if provided.height:
-        at = need_ids.join(provided, on="id", maintain_order="left")
-        out[at.get_column("_at").to_numpy()] = at.get_column("embedding").list.to_array(dim).to_numpy()
+        placed = need_ids.join(provided, on="id", maintain_order="left")
+        out[placed.get_column("_at").to_numpy()] = placed.get_column("embedding").list.to_array(dim).to_numpy()
     if rest.height:
         rest = rest.with_columns(pl.Series("text_hash", [embed.text_hash(t) for t in rest.get_column("text").to_list()], dtype=pl.String))
         embedded = vectors_for(rest.select("text_hash", "text"))
         out[rest.get_column("_at").to_numpy()] = embedded.get_column("embedding").list.to_array(dim).to_numpy()
-    return out, {"reused": have.height, "provided": provided.height, "embedded": rest.height}
+    return out, {"reused": len(at), "provided": provided.height, "embedded": rest.height}
 
 
 def manual_frame(path: Path, memories: pl.DataFrame, run_id: str) -> pl.DataFrame:
@@ -214,9 +213,9 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     )
     fingerprints = refreshed_fingerprints(memories, texts, index.fingerprints, redo)
     # a row this batch did not read has the content it had: its own vector stands
-    read_now = memories.filter(pl.col("_batch") == batch).get_column("id").implode()
-    reusable = index.memories.select("id").with_row_index("row").filter(~pl.col("id").is_in(read_now)).with_columns(pl.col("row").cast(pl.Int64))
-    contents, vector_stats = content_vectors_of(memories, reusable, state.content_vectors, dim, vectors_for)
+    reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
+    at = np.flatnonzero(reusable)
+    contents, vector_stats = content_vectors_of(memories, at, touched.previous_of[at], state.content_vectors, dim, vectors_for)
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
@@ -240,8 +239,8 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     fingerprints = incremental.memory_fingerprints(memories, texts)
     # the snapshot keeps vectors with session context mixed in; own vectors come from the
     # embedding cache the run just filled (or the stores that provide them)
-    no_rows = pl.DataFrame(schema={"id": pl.String, "row": pl.Int64})
-    contents, vector_stats = content_vectors_of(memories, no_rows, np.zeros((0, dim), np.float32), dim, vectors_for)
+    nothing = np.zeros(0, dtype=np.int64)
+    contents, vector_stats = content_vectors_of(memories, nothing, nothing, np.zeros((0, dim), np.float32), dim, vectors_for)
     vectors = links.unit_rows(context_vectors(memories, contents))
     scored = snapshot["scored_links"].cast(RELATIONSHIP_SCHEMA)
     # the snapshot's copy keys now, not in the first micro-batch: without them that batch caps

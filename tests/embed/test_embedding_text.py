@@ -108,3 +108,28 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     assert np.array_equal(around, context_vectors(new_frame, new_vectors))
     texts = embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame), rows)
     assert texts.equals(embedding_texts(new_frame))
+
+
+@pytest.mark.parametrize("case", ["one insertion", "deletions", "scattered", "empty"])
+def test_copy_rows_equals_a_gather_whatever_the_runs(case):
+    """The watcher moves its matrices run by run; the result must be the plain gather's."""
+    from crosstier.transforms.embed.text import copy_rows
+
+    rng = np.random.default_rng(7)
+    source = rng.normal(size=(500, 8)).astype(np.float32)
+    if case == "one insertion":  # row 200 is new: the rest shift by one
+        at = np.r_[np.arange(200), np.arange(201, 501)]
+        rows = np.arange(500)
+    elif case == "deletions":  # rows 10 and 300 are gone
+        rows = np.delete(np.arange(500), [10, 300])
+        at = np.arange(len(rows))
+    elif case == "scattered":
+        rows = rng.permutation(500)
+        at = np.arange(500)
+    else:
+        rows = at = np.zeros(0, dtype=np.int64)
+    out = np.zeros((501, 8), dtype=np.float32)
+    expected = out.copy()
+    expected[at] = source[rows]
+    copy_rows(out, at, source, rows)
+    assert np.array_equal(out, expected)

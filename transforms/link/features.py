@@ -416,7 +416,8 @@ _SKILL_ID = re.compile(r":skill/(?:.*/)?([^/]+)$")
 def skill_patterns(ids: set[str]) -> list[tuple[str, re.Pattern]]:
     """(skill id, the pattern of text naming it) for every skill id among ids."""
     out = []
-    for memory_id in sorted(ids):
+    # the substring test first: sorting and matching every id cost ~40 ms at 100k memories
+    for memory_id in sorted(i for i in ids if ":skill/" in i):
         match = _SKILL_ID.search(memory_id)
         if not match:
             continue
