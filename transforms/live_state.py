@@ -50,6 +50,23 @@ class WatchState:
     rejects: pl.DataFrame | None = None  # the rejects readers see now (store, location, raw, reason)
     memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
     linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
+    # the matrices of the state before this one, which the next micro-batch overwrites: a fresh
+    # 150 MB array per micro-batch at 100k memories was page-faulted in again now and then
+    # (0.3 s), as the allocator did not always hand back the memory it had just freed
+    spare: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def buffer_rows(spare: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
+    """A C-contiguous float32 (rows, dim) array: the leading rows of `spare` where it has
+    enough, else of a new array with room to grow."""
+    if spare is not None and spare.ndim == 2 and spare.shape[0] >= rows and spare.shape[1] == dim:
+        return spare[:rows]
+    return np.empty((rows + rows // 16 + 64, dim), dtype=np.float32)[:rows]
+
+
+def buffer_of(matrix: np.ndarray) -> np.ndarray:
+    """The whole array a buffer_rows matrix is a view of (the matrix itself otherwise)."""
+    return matrix.base if isinstance(matrix.base, np.ndarray) and matrix.base.ndim == 2 else matrix
 
 
 @dataclass(frozen=True)
@@ -103,11 +120,16 @@ def redone_ids(previous: pl.DataFrame, memories: pl.DataFrame, batch: int) -> pl
     return pl.concat([read_now, gone])
 
 
-def content_vectors_of(memories: pl.DataFrame, at: np.ndarray, rows: np.ndarray, matrix: np.ndarray, dim: int, vectors_for: VectorSource) -> tuple[np.ndarray, dict[str, int]]:
+def content_vectors_of(
+    memories: pl.DataFrame, at: np.ndarray, rows: np.ndarray, matrix: np.ndarray, dim: int, vectors_for: VectorSource,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict[str, int]]:
     """Row-aligned vectors of each memory's own content, as the batch run makes them:
     `matrix[rows]` at the positions `at` (memories whose content the batch did not read
-    again), the rest provided by their store or embedded by content (the cache, then the model)."""
-    out = np.empty((memories.height, dim), dtype=np.float32)  # every row is set below
+    again), the rest provided by their store or embedded by content (the cache, then the
+    model). `out`: a float32 (memories, dim) array to fill, else a new one."""
+    if out is None:
+        out = np.empty((memories.height, dim), dtype=np.float32)  # every row is set below
     copy_rows(out, at, matrix, rows)
     missing = np.ones(memories.height, dtype=bool)
     missing[at] = False
@@ -193,7 +215,8 @@ def checkpoint_delta(state: WatchState) -> Delta:
 
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:
     """One micro-batch: re-read the changed stores (appended lines only where it can), then
-    embed, link and build the delta of what changed."""
+    embed, link and build the delta of what changed. The state is consumed: its vector
+    matrices become the buffers the next micro-batch fills (WatchState.spare)."""
     start = time.perf_counter()
     batch = state.batch + 1
     dim = embed.model_dim(settings.embedding.model)
@@ -215,10 +238,15 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     # a row this batch did not read has the content it had: its own vector stands
     reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
     at = np.flatnonzero(reusable)
-    contents, vector_stats = content_vectors_of(memories, at, touched.previous_of[at], state.content_vectors, dim, vectors_for)
+    spare_contents, spare_vectors = state.spare or (None, None)
+    contents, vector_stats = content_vectors_of(memories, at, touched.previous_of[at], state.content_vectors, dim, vectors_for,
+                                                out=buffer_rows(spare_contents, memories.height, dim))
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
-    vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
-    state = replace(state, stores=stores, batch=batch, content_vectors=contents)
+    vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
+                                     out=buffer_rows(spare_vectors, memories.height, dim))
+    # this state's matrices are the next micro-batch's buffers: a state is not stepped twice
+    spare = (buffer_of(state.content_vectors), buffer_of(index.vectors))
+    state = replace(state, stores=stores, batch=batch, content_vectors=contents, spare=spare)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)
     stats.update(vector_stats, seconds=round(time.perf_counter() - start, 4), batch=batch)

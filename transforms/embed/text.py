@@ -140,14 +140,16 @@ def touched_rows(memories: pl.DataFrame, previous_memories: pl.DataFrame, redo: 
 
 def context_vectors_around(
     memories: pl.DataFrame, vectors: np.ndarray, previous: np.ndarray, rows: TouchedRows, *, weight: float = CONTEXT_WEIGHT,
-    finish: Callable[[np.ndarray], np.ndarray] | None = None,
+    finish: Callable[[np.ndarray], np.ndarray] | None = None, out: np.ndarray | None = None,
 ) -> np.ndarray:
     """`context_vectors(memories, vectors)`, computed only for `rows.fresh` (the sessions a
     micro-batch touched); every other row keeps its vector in `previous` (the context vectors
     of the previous set, row-aligned). At 100k memories the full pass cost ~0.5 s of every
     micro-batch. `finish`, a row-wise map (the watcher's links.unit_rows), is applied to the
-    fresh rows; `previous` then holds finished rows too, and no row is finished twice."""
-    out = np.empty((memories.height, np.shape(vectors)[1] if np.ndim(vectors) == 2 else 0), dtype=np.float32)
+    fresh rows; `previous` then holds finished rows too, and no row is finished twice.
+    `out`: a float32 array of the result's shape to fill (the watcher reuses its buffers)."""
+    if out is None:
+        out = np.empty((memories.height, np.shape(vectors)[1] if np.ndim(vectors) == 2 else 0), dtype=np.float32)
     copy_rows(out, rows.reused, previous, rows.before)
     if len(rows.fresh):
         fresh = context_vectors(memories[rows.fresh], np.asarray(vectors)[rows.fresh], weight=weight)
