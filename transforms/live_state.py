@@ -193,7 +193,7 @@ def stepped(state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fing
     linked = affected | live.changed_manual_ids(state.manual, manual)
     row_hashes = live.memory_row_hashes(published)
     upserted = live.upserted_ids(state.row_hashes, row_hashes)
-    gone = set(state.row_hashes.get_column("id").to_list()) - set(row_hashes.get_column("id").to_list())
+    gone = set(state.row_hashes.join(row_hashes, on="id", how="anti").get_column("id").to_list())
     rows = live.published_rows(new_index.capped, manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(published, upserted, gone | deleted, linked, rows)
     new_state = replace(

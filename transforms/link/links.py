@@ -6,6 +6,7 @@ SQL in sql/ (pair_scores, classified_links, capped_links), run on an in-memory D
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection, Mapping
 
@@ -28,6 +29,19 @@ _COSINE_CHUNK = 2048  # pairs per gather: two float32 blocks and their float64 p
 _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
 _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
+
+
+_DATABASE: tuple[int, duckdb.DuckDBPyConnection] | None = None  # (pid, in-memory database) for _connection
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """A fresh connection (cursor) to this process's in-memory DuckDB database: what it
+    registers and its temporary views are its own, and it costs microseconds where a new
+    database cost ~12 ms, several times per watcher micro-batch. Made again after a fork."""
+    global _DATABASE
+    if _DATABASE is None or _DATABASE[0] != os.getpid():
+        _DATABASE = (os.getpid(), duckdb.connect())
+    return _DATABASE[1].cursor()
 
 
 def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
@@ -125,7 +139,7 @@ def qualifying_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
         shared_term_weights(frame, pairs),
     )
     values = scoring_params(scoring)
-    con = duckdb.connect()
+    con = _connection()
     try:
         con.register("pairs", pairs.to_arrow())
         con.register("link_memories", frame.select("idx", "id", "namespace", "timestamp", "terms", "term_weights", "ref_ids", "cites", "latin_share").to_arrow())
@@ -138,7 +152,7 @@ def qualifying_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
 
 def classified(frame: pl.DataFrame, qualifying: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
     """The qualifying pairs typed, directed and explained (sql/classified_links), as relationship rows."""
-    con = duckdb.connect()
+    con = _connection()
     try:
         con.register("qualifying_pairs", qualifying.to_arrow())
         con.register("link_memories", frame.drop("idx_in").to_arrow())
@@ -243,7 +257,7 @@ def brute_force_links(memories: pl.DataFrame, embeddings: np.ndarray, scoring: S
 
 def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, object] | None = None) -> pl.DataFrame:
     """Run sql/<name>.sql on an in-memory DuckDB holding the given frames."""
-    con = duckdb.connect()
+    con = _connection()
     try:
         for table, frame in tables.items():
             con.register(table, frame.to_arrow())

@@ -92,7 +92,8 @@ def rows_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set[str]
     """Every row whose fold key is that of a row at one of ids (copies.collapsed_copy_links
     decides a key from all of its rows). `members`: grouped copy keys. In links_frame's order."""
     near = _keyed(_touching(links_frame.with_row_index("_order"), group_closure(ids, members)), members)
-    wanted = _keyed(_touching(links_frame, ids), members).select("namespace", "_lo", "_hi").unique()
+    # the rows at ids are among those near them (ids are in their closure): one pass over links_frame
+    wanted = _touching(near, ids).select("namespace", "_lo", "_hi").unique()
     return near.join(wanted, on=["namespace", "_lo", "_hi"], how="semi").sort("_order").drop("_order", "_lo", "_hi")
 
 

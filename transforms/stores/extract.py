@@ -605,9 +605,10 @@ def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
     rejected, naming the other places it occurs, so no silent winner is picked."""
     frames = [e.memories for e in extracts if e.memories.height]
     memories = pl.concat(frames) if frames else pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
-    places = memories.with_columns(place=pl.col("store") + pl.lit(" ") + pl.col("location"))
-    dup_ids = places.group_by("id").agg(pl.len().alias("n")).filter(pl.col("n") > 1).get_column("id")
-    duplicates = places.filter(pl.col("id").is_in(dup_ids.implode()))
+    # places only of the duplicates: the watcher combines every store's rows per micro-batch
+    duplicated = memories.get_column("id").is_duplicated()
+    duplicates = memories.filter(duplicated).with_columns(place=pl.col("store") + pl.lit(" ") + pl.col("location"))
+    dup_ids = duplicates.get_column("id").unique()
     dup_rejects = []
     if duplicates.height:
         grouped = duplicates.group_by("id", maintain_order=True).agg(pl.col("place"))
@@ -622,7 +623,7 @@ def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
                     "reason": f"duplicate id {row['id']!r}: also at {', '.join(others)}",
                 }
             )
-    kept = memories.filter(~pl.col("id").is_in(dup_ids.implode())).drop("_raw").sort("id")
+    kept = (memories.filter(~duplicated) if duplicates.height else memories).drop("_raw").sort("id")
     rejects = pl.concat([*(e.rejects for e in extracts), pl.DataFrame(dup_rejects, schema=REJECT_SCHEMA)])
     return Extracted(
         memories=kept,
