@@ -366,3 +366,20 @@ def test_ctc_cache_info_and_clear(onnx_encoder, tmp_path: Path, capsys: pytest.C
     assert "removed 1 file" in capsys.readouterr().out
     assert main(["cache", "info", "--config", str(config)]) == 0
     assert "total: 0.0 MiB" in capsys.readouterr().out
+
+
+def test_a_small_lookup_opens_only_the_shards_that_hold_its_texts(onnx_encoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The watcher looks up a few texts per micro-batch: shards known not to hold them stay closed."""
+    for text in TEXTS[:3]:  # one shard per text
+        embed_with_cache(frame([text]), onnx_encoder, tmp_path)
+    assert len(shards(tmp_path)) == 3
+    opened: list[Path] = []
+    real = embed_cache._read_shard
+    monkeypatch.setattr(embed_cache, "_read_shard", lambda path, *args: opened.append(path) or real(path, *args))
+    wanted = frame([TEXTS[1]])
+    found, _ = embed_cache.read_cached(tmp_path, onnx_encoder.model_id, onnx_encoder.dim, wanted["text_hash"], logging.getLogger("test"))
+    assert found["text_hash"].to_list() == wanted["text_hash"].to_list()
+    assert len(opened) == 1
+    opened.clear()  # a whole read (a batch run's) still opens every shard
+    everything, _ = embed_cache.read_cached(tmp_path, onnx_encoder.model_id, onnx_encoder.dim, None, logging.getLogger("test"))
+    assert everything.height == 3 and len(opened) == 3

@@ -62,6 +62,7 @@ PAIR_SCHEMA = {"a_idx": pl.Int64, "b_idx": pl.Int64}
 _EPS = 1e-9
 _COS_SLACK = 1e-5  # float32 products may differ from the exact pair cosine by this much
 _CHUNK = 16_384  # pairs per gather: small enough to stay in cache
+_FOCUS_ROWS = 256  # focus rows per product in partner_pairs: 100 MB of cosines against 100k rows
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
 _NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
 # Where a cosine search is needed anyway, it takes the pairs whose semantic alone gets within
@@ -390,14 +391,16 @@ def similarity_pairs(
 
 
 def bounded_pairs(
-    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
+    cosines: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
 
     Once a pair is known, its cosine (so its semantic component) and temporal are cheap
     (numpy); only the term overlap is left unknown, bounded by the two memories' term weights
     (Calibration.co_occurrence_bound); cross_reference is taken as silent (the larger score).
-    Pruning here keeps the SQL to the pairs that may qualify.
+    Pruning here keeps the SQL to the pairs that may qualify. `cosines`: the pairs' float32
+    cosines where the caller's own product gave them (within _COS_SLACK, as these are).
     """
     w = scoring.weights
     calibration = _calibration(scoring)
@@ -406,7 +409,7 @@ def bounded_pairs(
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     keep = np.empty(len(a), dtype=bool)
-    cosines = pair_cosines(embeddings, a, b)
+    cosines = pair_cosines(embeddings, a, b) if cosines is None else np.asarray(cosines, dtype=np.float32)
     for start in range(0, len(a), _CHUNK):
         ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
         cos = cosines[start:start + _CHUNK] + _COS_SLACK
@@ -475,12 +478,23 @@ def partner_pairs(
     found = [reference_pairs(memories, focus)]
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
-        namespaces = memories["namespace"].to_numpy()
-        cosines = embeddings[rows] @ embeddings.T
-        hit_row, hit_col = np.nonzero(cosines >= floor)
-        a, b = rows[hit_row], hit_col
-        keep = (a != b) & (namespaces[a] == namespaces[b])
-        a, b = a[keep], b[keep]
-        near = pl.DataFrame({"a_idx": np.minimum(a, b), "b_idx": np.maximum(a, b)}, schema=PAIR_SCHEMA).unique()
-        found.append(bounded_pairs(memories, embeddings, scoring, near))
+        hits_a, hits_b, hits_cos = [], [], []
+        # a block of focus rows at a time: a 1000-memory burst against 100k rows was a 400 MB product
+        for start in range(0, len(rows), _FOCUS_ROWS):
+            block = rows[start:start + _FOCUS_ROWS]
+            cosines = embeddings[block] @ embeddings.T
+            hit_row, hit_col = np.nonzero(cosines >= floor)
+            hits_a.append(block[hit_row])
+            hits_b.append(hit_col)
+            hits_cos.append(cosines[hit_row, hit_col])
+        a, b, cos = np.concatenate(hits_a), np.concatenate(hits_b), np.concatenate(hits_cos)
+        namespaces = memories.get_column("namespace")  # compared at the hits only, not turned into objects for every row
+        keep = (a != b) & (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
+        a, b, cos = a[keep], b[keep], cos[keep]
+        # a pair with both ends in focus came twice: its larger product keeps the bound a superset
+        near = (
+            pl.DataFrame({"a_idx": np.minimum(a, b), "b_idx": np.maximum(a, b), "cosine": cos}, schema={**PAIR_SCHEMA, "cosine": pl.Float32})
+            .group_by("a_idx", "b_idx").agg(pl.col("cosine").max())
+        )
+        found.append(bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy()))
     return pl.concat(found).unique().sort("a_idx", "b_idx")
