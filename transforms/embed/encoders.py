@@ -28,7 +28,9 @@ DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "torch", "onnx")
 PRECISIONS = ("auto", "fp32", "bf16")
 # Texts per forward pass. On CPU larger batches only add padding; a GPU wants big ones.
-DEFAULT_BATCH_SIZE = {"cpu": 32, "cuda": 256}
+# CPU 64: with bf16 on AMX, 1000 short texts took 0.86 s in batches of 64 against 1.06 s in 32s;
+# float32 was the same either way (1.95 s / 1.97 s; 2 cores, 2026-12-02)
+DEFAULT_BATCH_SIZE = {"cpu": 64, "cuda": 256}
 ONNX_OPSET = 17
 # Whether "auto" picks onnxruntime on CPU. The issue asks for onnx as the CPU default only when
 # it reaches 1.8x the bare torch encode rate; bench/embed.py measures it (see docs/embedding.md).
