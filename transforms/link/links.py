@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable, Collection, Mapping
 
 import duckdb
@@ -31,17 +32,19 @@ _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
-_DATABASE: tuple[int, duckdb.DuckDBPyConnection] | None = None  # (pid, in-memory database) for _connection
+_DATABASES = threading.local()  # per thread: (pid, in-memory database) for _connection
 
 
 def _connection() -> duckdb.DuckDBPyConnection:
-    """A fresh connection (cursor) to this process's in-memory DuckDB database: what it
-    registers and its temporary views are its own, and it costs microseconds where a new
-    database cost ~12 ms, several times per watcher micro-batch. Made again after a fork."""
-    global _DATABASE
-    if _DATABASE is None or _DATABASE[0] != os.getpid():
-        _DATABASE = (os.getpid(), duckdb.connect())
-    return _DATABASE[1].cursor()
+    """A fresh connection (cursor) to this thread's in-memory DuckDB database: what it
+    registers is its own, and it costs microseconds where a new database cost ~12 ms,
+    several times per watcher micro-batch. One database per thread, not per process: the
+    scoring view is created in its catalog, and tasks scoring at once in one database
+    conflicted on it. Made again after a fork."""
+    held = getattr(_DATABASES, "held", None)
+    if held is None or held[0] != os.getpid():
+        held = _DATABASES.held = (os.getpid(), duckdb.connect())
+    return held[1].cursor()
 
 
 def _params(name: str, values: Mapping[str, object]) -> dict[str, object]:
