@@ -113,9 +113,8 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
     index = state.index
     with part("texts_fingerprints"):
         touched = touched_rows(memories, index.memories, live_state.redone_ids(index.memories, memories, 1))
-        texts = live_state.hashed_texts(memories, index.texts, (index.memories, touched))
-        redo = memories.filter(pl.col("_batch") == 1).get_column("id")
-        fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, redo)
+        texts, redo = live_state.texts_around(memories, index.memories, index.texts, touched, 1)
+        fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, memories.get_column("id").gather(redo))
     with part("context"):
         vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
     with part("stepped"):
