@@ -168,3 +168,17 @@ def test_the_watcher_asks_glibc_to_keep_freed_memory_for_its_next_micro_batch():
     # in a process of its own: the setting is process-wide and the test run should keep glibc's defaults
     code = "from crosstier.cli.cmd_watch import keep_freed_memory; raise SystemExit(0 if keep_freed_memory() is True else 1)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_the_watcher_lets_idle_model_threads_sleep_unless_the_user_chose(given, expected):
+    """`ctc watch` sets OMP_WAIT_POLICY=PASSIVE before torch loads (spinning threads cost a
+    burst 3.5x its embedding time beside one busy reader); a value the user set stays."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import os; from crosstier.cli.cmd_watch import yield_idle_threads; yield_idle_threads(); print(os.environ['OMP_WAIT_POLICY'])"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == expected
