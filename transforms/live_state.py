@@ -53,7 +53,7 @@ class WatchState:
     # the matrices of the state before this one, which the next micro-batch overwrites: a fresh
     # 150 MB array per micro-batch at 100k memories was page-faulted in again now and then
     # (0.3 s), as the allocator did not always hand back the memory it had just freed
-    spare: tuple[np.ndarray, np.ndarray] | None = None
+    spare: tuple[np.ndarray | None, np.ndarray | None] | None = None
 
 
 def buffer_rows(spare: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
@@ -64,8 +64,10 @@ def buffer_rows(spare: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
     return np.empty((rows + rows // 16 + 64, dim), dtype=np.float32)[:rows]
 
 
-def buffer_of(matrix: np.ndarray) -> np.ndarray:
-    """The whole array a buffer_rows matrix is a view of (the matrix itself otherwise)."""
+def buffer_of(matrix: np.ndarray | None) -> np.ndarray | None:
+    """The whole array a buffer_rows matrix is a view of (the matrix itself otherwise; None stays None)."""
+    if matrix is None:
+        return None
     return matrix.base if isinstance(matrix.base, np.ndarray) and matrix.base.ndim == 2 else matrix
 
 
