@@ -11,8 +11,6 @@ publishes what a full run does).
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 import unicodedata
 
@@ -84,13 +82,6 @@ def _group_spans(memories: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def appearance(span: dict) -> str:
-    """"appears on 3 days, first 2026-05-12, last 2026-05-14" (or "appears 3 times" when undated)."""
-    if span.get("days"):
-        return f"appears on {span['days']} day{'s' if span['days'] != 1 else ''}, first {span['first']}, last {span['last']}"
-    return f"appears {span['copies']} times"
-
-
 def _quoted_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_null()).then(pl.lit("null")).otherwise(pl.lit('"') + pl.col(column) + pl.lit('"'))
 
@@ -99,8 +90,9 @@ def carried_forward_links(memories: pl.DataFrame, groups: pl.DataFrame, tau_days
     """Each copy linked to the next in time: temporal_sequence, reason "Carried forward (appears on ...)".
 
     Built column-wise: a frequent filler ("ok", "sure") has thousands of copies, and a row
-    at a time cost ~0.15 s a watcher micro-batch. The reason is `appearance` of the group's
-    span and the metadata its JSON (keys sorted), as a row-wise build would write them."""
+    at a time cost ~0.15 s a watcher micro-batch. The reason says the group's span ("appears
+    on 3 days, first 2026-05-12, last 2026-05-14", or "appears 3 times" when undated) and the
+    metadata is that span as JSON with sorted keys, as json.dumps(..., sort_keys=True) wrote it."""
     if groups.height == 0:
         return pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     info = memories.select("id", "tier", "namespace", "timestamp")
