@@ -608,7 +608,6 @@ def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
     # places only of the duplicates: the watcher combines every store's rows per micro-batch
     duplicated = memories.get_column("id").is_duplicated()
     duplicates = memories.filter(duplicated).with_columns(place=pl.col("store") + pl.lit(" ") + pl.col("location"))
-    dup_ids = duplicates.get_column("id").unique()
     dup_rejects = []
     if duplicates.height:
         grouped = duplicates.group_by("id", maintain_order=True).agg(pl.col("place"))
