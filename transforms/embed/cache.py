@@ -98,8 +98,9 @@ def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | No
     """Cached vectors (text_hash, embedding) for `hashes` (all when None), and how many damaged shards were dropped."""
     parts: list[pl.DataFrame] = []
     corrupt = 0
-    paths = shard_paths(model_dir(cache_dir, model_id))
-    for gone in [known for known in list(_SHARD_HASHES) if known.parent == model_dir(cache_dir, model_id) and known not in paths]:
+    folder = model_dir(cache_dir, model_id)
+    paths = shard_paths(folder)
+    for gone in [known for known in list(_SHARD_HASHES) if known.parent == folder and known not in paths]:
         _SHARD_HASHES.pop(gone, None)  # compacted away (list(): embed tasks may run in threads)
     wanted = set(hashes.to_list()) if hashes is not None and hashes.len() <= _SMALL_LOOKUP else None
     for path in paths:
