@@ -83,8 +83,7 @@ def prepared(memories: pl.DataFrame, contents: np.ndarray) -> tuple[pl.DataFrame
     order = memories.with_row_index("_corpus").sort("id")
     rows = order.get_column("_corpus").to_numpy()
     memories, contents = order.drop("_corpus"), contents[rows]
-    empty = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
-    texts = live_state.hashed_texts(memories, empty)
+    texts = live_state.hashed_texts(memories)
     fingerprints = live.incremental.memory_fingerprints(memories, texts)
     return memories, contents, texts, fingerprints, links.unit_rows(context_vectors(memories, contents))
 

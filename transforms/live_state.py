@@ -21,7 +21,7 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import TouchedRows, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
+from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
 from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
@@ -92,42 +92,31 @@ def current_memories(stores: dict[str, FollowedStore]) -> tuple[pl.DataFrame, pl
     return extracted.memories.sort("id"), extracted.rejects
 
 
-def hashed_texts(memories: pl.DataFrame, previous: pl.DataFrame, around: tuple[pl.DataFrame, TouchedRows] | None = None) -> pl.DataFrame:
-    """(id, text, text_hash) of every memory; only texts that differ from `previous` are hashed.
-    With `around` (the previous memories, and `touched_rows` against them), texts are built
-    only for the touched rows and kept from `previous` elsewhere."""
-    texts = embedding_texts(memories) if around is None else embedding_texts_around(memories, around[0], previous, around[1])
-    joined = texts.join(previous.select("id", pl.col("text").alias("_old_text"), pl.col("text_hash").alias("_old_hash")), on="id", how="left")
-    same = pl.col("_old_text").is_not_null() & (pl.col("_old_text") == pl.col("text"))
-    fresh = joined.filter(~same)
-    hashes = pl.Series("text_hash", [embed.text_hash(t) for t in fresh.get_column("text").to_list()], dtype=pl.String)
-    hashed = fresh.with_columns(hashes).select("id", "text", "text_hash")
-    kept = joined.filter(same).select("id", "text", pl.col("_old_hash").alias("text_hash"))
-    return memories.select("id").join(pl.concat([kept, hashed]), on="id", how="left", maintain_order="left")
+def hashed_texts(memories: pl.DataFrame) -> pl.DataFrame:
+    """(id, text, text_hash) of every memory, every text hashed (texts_around reuses them)."""
+    texts = embedding_texts(memories)
+    return texts.with_columns(pl.Series("text_hash", [embed.text_hash(t) for t in texts.get_column("text").to_list()], dtype=pl.String))
 
 
 def texts_around(memories: pl.DataFrame, previous_memories: pl.DataFrame, previous: pl.DataFrame, rows: TouchedRows, batch: int) -> tuple[pl.DataFrame, np.ndarray]:
-    """`hashed_texts(memories, previous, (previous_memories, rows))`, and the positions whose
-    fingerprint is to be computed again: rows read in this batch, new, or with another text.
+    """(id, text, text_hash) of every memory, as `hashed_texts(memories)` gives them, and the positions whose fingerprint is to be computed again: rows read in this
+    batch, new, or with another text.
 
-    The watcher keeps `previous` row-aligned with `previous_memories`: an untouched row's
-    text and hash are then taken by its row, and only the touched rows are built and
-    compared, where three joins over every id cost ~40 ms a micro-batch at 100k."""
+    Texts are built only for the touched rows (`embedding_texts_around`); an untouched row's
+    text and hash are taken by its row in `previous` (which the watcher keeps row-aligned
+    with `previous_memories`), where three joins over every id cost ~40 ms a micro-batch at
+    100k."""
+    previous = aligned_to(previous_memories, previous.select("id", "text", "text_hash"))
     fresh = rows.fresh.astype(np.int64)
-    if not previous.get_column("id").equals(previous_memories.get_column("id")):
-        texts = hashed_texts(memories, previous, (previous_memories, rows))
-        old = memories.select("id", "_batch").join(previous.select("id", pl.col("text_hash").alias("_old")), on="id", how="left", maintain_order="left")
-        redo = old.select((pl.col("_batch") == batch).fill_null(False) | pl.col("_old").is_null() | (pl.col("_old") != texts.get_column("text_hash")))
-        return texts, np.flatnonzero(redo.to_series().to_numpy())
-    built = embedding_texts(memories[fresh]).get_column("text") if len(fresh) else pl.Series("text", [], dtype=pl.String)
+    text = embedding_texts_around(memories, previous_memories, previous, rows).get_column("text")
+    built = text.gather(fresh)
     before = rows.previous_of[fresh]
     old_text = previous.get_column("text").gather(np.maximum(before, 0))
     old_hash = previous.get_column("text_hash").gather(np.maximum(before, 0))
-    same = ((before >= 0) & (old_text == built).fill_null(False).to_numpy())
-    hashes = [old if kept else embed.text_hash(text) for kept, old, text in zip(same, old_hash.to_list(), built.to_list())]
-    at = np.maximum(rows.previous_of, 0)  # a new row is fresh: its placeholder is overwritten below
-    text = previous.get_column("text").gather(at).scatter(fresh, built)
-    text_hash = previous.get_column("text_hash").gather(at).scatter(fresh, pl.Series(hashes, dtype=pl.String))
+    same = (before >= 0) & (old_text == built).fill_null(False).to_numpy()
+    hashes = [old if kept else embed.text_hash(new) for kept, old, new in zip(same, old_hash.to_list(), built.to_list())]
+    # a new row is fresh: its placeholder (row 0) is overwritten
+    text_hash = previous.get_column("text_hash").gather(np.maximum(rows.previous_of, 0)).scatter(fresh, pl.Series(hashes, dtype=pl.String))
     read_now = memories.get_column("_batch").gather(fresh).eq(batch).fill_null(False).to_numpy()
     texts = pl.DataFrame({"id": memories.get_column("id"), "text": text, "text_hash": text_hash})
     return texts, fresh[read_now | ~same]
@@ -286,7 +275,7 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     stores = {store.name: read_whole(store, settings.max_content_bytes, dim, 0) for store in settings.stores}
     memories, rejects = current_memories(stores)
     empty_texts = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
-    texts = hashed_texts(memories, empty_texts)
+    texts = hashed_texts(memories)
     fingerprints = incremental.memory_fingerprints(memories, texts)
     # the snapshot keeps vectors with session context mixed in; own vectors come from the
     # embedding cache the run just filled (or the stores that provide them)

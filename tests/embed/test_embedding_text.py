@@ -108,20 +108,23 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     assert np.array_equal(around, context_vectors(new_frame, new_vectors))
     texts = embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame), rows)
     assert texts.equals(embedding_texts(new_frame))
+    # previous texts in another order are aligned by id first: the same texts
+    assert embedding_texts_around(new_frame, old_frame, embedding_texts(old_frame).reverse(), rows).equals(embedding_texts(new_frame))
     # the watcher's texts and hashes, taken by row: as hashing every text, and the rows to
     # fingerprint again are exactly those read now (`_batch`), new, or with another text
     from crosstier.transforms.live_state import hashed_texts, texts_around
 
-    empty = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "text_hash": pl.String})
-    old_texts = hashed_texts(old_frame, empty)
+    old_texts = hashed_texts(old_frame)
     read_now = pl.col("id").is_in(pl.Series(sorted(redo), dtype=pl.String).implode())
     batch_frame = new_frame.with_columns(_batch=pl.when(read_now).then(2).otherwise(1))
     hashed, again = texts_around(batch_frame, old_frame, old_texts, rows, 2)
-    assert hashed.equals(hashed_texts(new_frame, empty))
+    assert hashed.equals(hashed_texts(new_frame))
     old_hash = dict(zip(old_texts["id"].to_list(), old_texts["text_hash"].to_list()))
     expected = [i for i, (memory_id, text_hash) in enumerate(zip(hashed["id"].to_list(), hashed["text_hash"].to_list()))
                 if memory_id in redo or old_hash.get(memory_id) != text_hash]
     assert again.tolist() == expected
+    reordered, again_reordered = texts_around(batch_frame, old_frame, old_texts.reverse(), rows, 2)
+    assert reordered.equals(hashed) and again_reordered.tolist() == expected
 
 
 @pytest.mark.parametrize("case", ["one insertion", "deletions", "scattered", "empty"])

@@ -157,12 +157,21 @@ def context_vectors_around(
     return out
 
 
+def aligned_to(previous_memories: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFrame:
+    """`previous` (id, ...) row-aligned with `previous_memories`: as it is when it already is
+    (the watcher keeps its texts so), else joined by id (an id it lacks gets nulls)."""
+    if previous.get_column("id").equals(previous_memories.get_column("id")):
+        return previous
+    return previous_memories.select("id").join(previous, on="id", how="left", maintain_order="left")
+
+
 def embedding_texts_around(memories: pl.DataFrame, previous_memories: pl.DataFrame, previous_texts: pl.DataFrame, rows: TouchedRows) -> pl.DataFrame:
     """`embedding_texts(memories)`, built only for `rows.fresh` (the sessions a micro-batch
-    touched); every other row keeps its text in `previous_texts` (id, text)."""
-    aligned = previous_memories.select("id").join(previous_texts.select("id", "text"), on="id", how="left", maintain_order="left")
-    parts = [pl.DataFrame({"_at": rows.reused, "text": aligned.get_column("text").gather(rows.before)}, schema={"_at": pl.UInt32, "text": pl.String})]
+    touched); every other row keeps its text in `previous_texts` (id, text), taken by its row
+    in the previous set: a join of every id cost ~20 ms a micro-batch at 100k memories."""
+    previous = aligned_to(previous_memories, previous_texts.select("id", "text"))
+    # a new row is fresh: its placeholder (row 0) is overwritten
+    text = previous.get_column("text").gather(np.maximum(rows.previous_of, 0))
     if len(rows.fresh):
-        parts.append(embedding_texts(memories[rows.fresh]).select(pl.Series("_at", rows.fresh, dtype=pl.UInt32), "text"))
-    texts = pl.concat(parts).sort("_at")
-    return memories.select("id").with_columns(texts.get_column("text"))
+        text = text.scatter(rows.fresh, embedding_texts(memories[rows.fresh]).get_column("text"))
+    return memories.select("id").with_columns(text.alias("text"))
