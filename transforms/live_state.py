@@ -26,6 +26,7 @@ from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+from crosstier.transforms.sorted_rows import with_rows_inserted
 from crosstier.transforms.stores.extract import combined_extracts
 from crosstier.transforms.stores.follow import FollowedStore, read_whole, refreshed
 
@@ -140,8 +141,8 @@ def refreshed_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame, previous
     """Fingerprints of every memory: computed for the ids in `redo`, the rest as before."""
     wanted = redo.implode()
     fresh = incremental.memory_fingerprints(memories.filter(pl.col("id").is_in(wanted)), texts)
-    kept = previous.join(memories.select("id"), on="id", how="semi").filter(~pl.col("id").is_in(wanted))
-    return pl.concat([kept, fresh]).sort("id")
+    kept = previous.join(memories.select("id"), on="id", how="semi", maintain_order="left").filter(~pl.col("id").is_in(wanted))
+    return with_rows_inserted(kept, fresh)
 
 
 def redone_ids(previous: pl.DataFrame, memories: pl.DataFrame, batch: int) -> pl.Series:

@@ -38,3 +38,13 @@ def test_a_new_memory_cites_an_id_from_an_earlier_micro_batch(earlier, later):
     scratch = live.link_features_of(current)
     assert refreshed.equals(scratch)
     assert refreshed.filter(refreshed["id"] == later[0][0])["cites"].to_list() == [True]
+    # as the watcher runs it: the ids kept from the last micro-batch, not read again
+    ids = live.current_ids(frozenset(r[0] for r in base + earlier), current, {later[0][0]}, set())
+    assert ids == set(current["id"].to_list())
+    assert live.refreshed_features(previous, current, {later[0][0]}, ids).equals(scratch)
+
+
+def test_the_kept_ids_follow_deletes_and_adds():
+    current = memories([("a1", "plain", []), ("m2", "new", [])])
+    assert live.current_ids(frozenset({"a1", "gone"}), current, {"m2"}, {"gone"}) == {"a1", "m2"}
+    assert live.current_ids(None, current, set(), set()) == {"a1", "m2"}

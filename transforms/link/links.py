@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
 
 import duckdb
 import numpy as np
@@ -109,11 +109,11 @@ def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
     return out
 
 
-def link_memories(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.DataFrame:
+def link_memories(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:
     """Memories sorted by id with a row index (`idx`) and the classifier's evidence columns
-    (references resolved against `ids`, default these memories' ids)."""
+    (references resolved against `ids`, default these memories' ids; features.link_features)."""
     frame = memories.select(_MEMORY_COLUMNS).with_row_index("idx_in").sort("id")
-    return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)), ids)
+    return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)), ids, skill_ids)
 
 
 def shared_term_weights(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.Series:

@@ -16,6 +16,7 @@ copy groups and origins reach past a memory's neighbours, and live_cap says how 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from crosstier.transforms.link import cap_reach, incremental, links, live_cap
 from crosstier.transforms.link.candidates import partner_pairs
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+from crosstier.transforms.sorted_rows import with_rows_inserted
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class LinkIndex:
     capped: pl.DataFrame
     features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
     copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
+    ids: frozenset[str] | None = None  # every id of `memories` with features (a text may name any): kept, not rebuilt per batch
 
 
 @dataclass(frozen=True)
@@ -69,19 +72,28 @@ def _names_any(column: str, ids: list[str]) -> pl.Expr:
     return pl.col(column).list.eval(pl.element().is_in(pl.Series(ids, dtype=pl.String).implode())).list.any().fill_null(False)
 
 
-def link_features_of(memories: pl.DataFrame, ids: set[str] | None = None) -> pl.DataFrame:
+def link_features_of(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:
     """The classifier's per-memory evidence as links.link_memories makes it, without the
     row numbers (they change as memories come and go)."""
-    return links.link_memories(memories, ids).drop("idx", "idx_in")
+    return links.link_memories(memories, ids, skill_ids).drop("idx", "idx_in")
 
 
-def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str]) -> pl.DataFrame:
+def current_ids(previous: frozenset[str] | None, memories: pl.DataFrame, changed: set[str], deleted: set[str]) -> frozenset[str]:
+    """Every id of `memories`: the previous ids less the deleted, plus the changed (new among
+    them), where a set of 100k ids built again cost ~35 ms a micro-batch."""
+    if previous is None:
+        return frozenset(memories.get_column("id").to_list())
+    return (previous - deleted) | changed
+
+
+def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str], ids: Set[str] | None = None) -> pl.DataFrame:
     """Evidence of every memory, sorted by id (`previous` is): recomputed for changed memories and for those whose
     `ref_ids` may name an id that came or went; the rest kept. Every column but `ref_ids`
     depends on the memory alone; `ref_ids` on which ids exist, so it is recomputed against
-    all of them (the same rule as features.link_features)."""
+    all of them (the same rule as features.link_features). `ids`: every id of `memories`,
+    when the caller keeps them (current_ids)."""
     if previous is None:
-        return link_features_of(memories)
+        return link_features_of(memories, ids)
     # joins, not Python sets of every id: ~50 ms a micro-batch at 100k memories
     added = memories.select("id").join(previous.select("id"), on="id", how="anti").get_column("id").sort().to_list()
     removed = previous.select("id").join(memories.select("id"), on="id", how="anti").get_column("id").sort().to_list()
@@ -96,8 +108,9 @@ def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, ch
         redo = pl.concat([redo, memories.filter(pl.col("id").is_in(named_gone.implode()))])
         kept = kept.filter(~pl.col("id").is_in(named_gone.implode()))
     # against every id, not only redo's: `ref_ids` and `cites` depend on which ids exist
-    fresh = link_features_of(redo, set(memories.get_column("id").to_list()))
-    return pl.concat([kept, fresh.select(kept.columns)]).sort("id")
+    skill_ids = memories.get_column("id").filter(memories.get_column("id").str.contains(":skill/", literal=True)).to_list()
+    fresh = link_features_of(redo, set(memories.get_column("id").to_list()) if ids is None else ids, skill_ids)
+    return with_rows_inserted(kept, fresh)
 
 
 def scored_pairs(frame: pl.DataFrame, unit: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
@@ -172,9 +185,10 @@ def relinked(
         fingerprints = incremental.memory_fingerprints(memories, texts)
     changed, deleted = incremental.changed_memory_ids(fingerprints, index.fingerprints)
     touched = changed | deleted
-    features = refreshed_features(index.features, memories, changed)
+    ids = current_ids(index.ids if index.features is not None else None, memories, changed, deleted)
+    features = refreshed_features(index.features, memories, changed, ids)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids), set(), set(), set(), 0)
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
     # the batch run's stored links stop at the cap's reach: as there, memories whose top links
     # may have lost a member are scored again (transforms/link/cap_reach.py)
@@ -192,7 +206,7 @@ def relinked(
     # rows without an end in `around` are the same rows: compare only the others
     before_rows, after_rows = (index.capped, after) if around is None else (touching(index.capped, around), touching(after, around))
     affected = touched | changed_ends(before_rows, after_rows)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys), changed, deleted, affected, pairs)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys, ids), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:

@@ -26,6 +26,7 @@ import polars as pl
 
 from crosstier.transforms.link import copies, links
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+from crosstier.transforms.sorted_rows import with_rows_inserted
 
 KEY_SCHEMA = {"id": pl.String, "copy_key": pl.String}
 
@@ -38,11 +39,11 @@ def copy_keys(memories: pl.DataFrame, previous: pl.DataFrame | None = None, redo
         kept = pl.DataFrame(schema=KEY_SCHEMA)
     else:
         wanted = pl.Series(sorted(redo), dtype=pl.String).implode()
-        kept = previous.join(memories.select("id"), on="id", how="semi").filter(~pl.col("id").is_in(wanted))
+        kept = previous.join(memories.select("id"), on="id", how="semi", maintain_order="left").filter(~pl.col("id").is_in(wanted))
         fresh = memories.join(kept.select("id"), on="id", how="anti")
     keys = [copies.copy_key(ns, c) for ns, c in zip(fresh.get_column("namespace").to_list(), fresh.get_column("content").to_list())]
     made = pl.DataFrame({"id": fresh.get_column("id"), "copy_key": pl.Series(keys, dtype=pl.String)}, schema=KEY_SCHEMA)
-    return pl.concat([kept, made]).sort("id")
+    return with_rows_inserted(kept, made)
 
 
 # The last few grouped() results, each with the frame it came from: a micro-batch asks for the
