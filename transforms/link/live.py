@@ -43,7 +43,7 @@ class LinkIndex:
     capped: pl.DataFrame
     features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
     copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
-    ids: frozenset[str] | None = None  # every id of `memories` with features (a text may name any): kept, not rebuilt per batch
+    ids: frozenset[str] | None = None  # every id of `memories`, set beside `features` (a text may name any): kept, not rebuilt per batch
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def relinked(
         fingerprints = incremental.memory_fingerprints(memories, texts)
     changed, deleted = incremental.changed_memory_ids(fingerprints, index.fingerprints)
     touched = changed | deleted
-    ids = current_ids(index.ids if index.features is not None else None, memories, changed, deleted)
+    ids = current_ids(index.ids, memories, changed, deleted)
     features = refreshed_features(index.features, memories, changed, ids)
     if not touched:
         return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids), set(), set(), set(), 0)
