@@ -51,17 +51,16 @@ class WatchState:
     rejects: pl.DataFrame | None = None  # the rejects readers see now (store, location, raw, reason)
     memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
     linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
-    # the matrices of the state before this one, which the next micro-batch overwrites: a fresh
-    # 150 MB array per micro-batch at 100k memories was page-faulted in again now and then
-    # (0.3 s), as the allocator did not always hand back the memory it had just freed
-    spare: tuple[np.ndarray | None, np.ndarray | None] | None = None
 
 
-def buffer_rows(spare: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
-    """A C-contiguous float32 (rows, dim) array: the leading rows of `spare` where it has
-    enough, else of a new array with room to grow."""
-    if spare is not None and spare.ndim == 2 and spare.shape[0] >= rows and spare.shape[1] == dim:
-        return spare[:rows]
+def buffer_rows(matrix: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
+    """A C-contiguous float32 (rows, dim) array over `matrix`'s own buffer where it has room
+    (the micro-batch moves its rows in place: text.copy_rows), else a new one with room to
+    grow. A fresh 150 MB array per micro-batch at 100k memories was page-faulted in again
+    now and then (0.3 s), and copying every row into it cost ~36 ms a matrix."""
+    base = buffer_of(matrix)
+    if base is not None and base.ndim == 2 and base.shape[0] >= rows and base.shape[1] == dim and base.dtype == np.float32 and base.flags.c_contiguous and base.flags.writeable:
+        return base[:rows]
     return np.empty((rows + rows // 16 + 64, dim), dtype=np.float32)[:rows]
 
 
@@ -69,7 +68,10 @@ def buffer_of(matrix: np.ndarray | None) -> np.ndarray | None:
     """The whole array a buffer_rows matrix is a view of (the matrix itself otherwise; None stays None)."""
     if matrix is None:
         return None
-    return matrix.base if isinstance(matrix.base, np.ndarray) and matrix.base.ndim == 2 else matrix
+    base = matrix.base
+    if isinstance(base, np.ndarray) and base.ndim == 2 and base.strides == matrix.strides and base.ctypes.data == matrix.ctypes.data:
+        return base
+    return matrix
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ def checkpoint_delta(state: WatchState) -> Delta:
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:
     """One micro-batch: re-read the changed stores (appended lines only where it can), then
     embed, link and build the delta of what changed. The state is consumed: its vector
-    matrices become the buffers the next micro-batch fills (WatchState.spare)."""
+    matrices are moved and filled in place (buffer_rows), so it is not stepped twice."""
     start = time.perf_counter()
     batch = state.batch + 1
     dim = embed.model_dim(settings.embedding.model)
@@ -265,15 +267,12 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     # a row this batch did not read has the content it had: its own vector stands
     reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
     at = np.flatnonzero(reusable)
-    spare_contents, spare_vectors = state.spare or (None, None)
     contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, vectors_for,
-                                                out=buffer_rows(spare_contents, memories.height, dim))
+                                                out=buffer_rows(state.content_vectors, memories.height, dim))
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
-                                     out=buffer_rows(spare_vectors, memories.height, dim))
-    # this state's matrices are the next micro-batch's buffers: a state is not stepped twice
-    spare = (buffer_of(state.content_vectors), buffer_of(index.vectors))
-    state = replace(state, stores=stores, batch=batch, content_vectors=contents, spare=spare)
+                                     out=buffer_rows(index.vectors, memories.height, dim))
+    state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)
     stats.update(vector_stats, seconds=round(time.perf_counter() - start, 4), batch=batch)

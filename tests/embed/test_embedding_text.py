@@ -127,26 +127,72 @@ def test_context_around_a_micro_batch_equals_the_full_pass(data):
     assert reordered.equals(hashed) and again_reordered.tolist() == expected
 
 
-@pytest.mark.parametrize("case", ["one insertion", "deletions", "scattered", "empty"])
+def _moves(case: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(at, rows) of one micro-batch's row moves: out[at] = source[rows]."""
+    if case == "one insertion":  # row 200 is new: the rest shift by one
+        return np.r_[np.arange(200), np.arange(201, 501)], np.arange(500)
+    if case == "deletions":  # rows 10 and 300 are gone
+        rows = np.delete(np.arange(500), [10, 300])
+        return np.arange(len(rows)), rows
+    if case == "inserted and deleted":  # 3 new rows early, 2 gone later, 1 new near the end: runs move both ways
+        rows = np.delete(np.arange(500), [250, 251])
+        at = np.delete(np.arange(502), [5, 40, 41, 480])
+        return at[: len(rows)], rows
+    if case == "appended at the end":  # ids sorting after every kept one: nothing moves
+        return np.arange(500), np.arange(500)
+    if case == "scattered":
+        return np.arange(500), rng.permutation(500)
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+
+CASES = ["one insertion", "deletions", "inserted and deleted", "appended at the end", "scattered", "empty"]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_copy_rows_equals_a_gather_whatever_the_runs(case):
     """The watcher moves its matrices run by run; the result must be the plain gather's."""
     from crosstier.transforms.embed.text import copy_rows
 
     rng = np.random.default_rng(7)
     source = rng.normal(size=(500, 8)).astype(np.float32)
-    if case == "one insertion":  # row 200 is new: the rest shift by one
-        at = np.r_[np.arange(200), np.arange(201, 501)]
-        rows = np.arange(500)
-    elif case == "deletions":  # rows 10 and 300 are gone
-        rows = np.delete(np.arange(500), [10, 300])
-        at = np.arange(len(rows))
-    elif case == "scattered":
-        rows = rng.permutation(500)
-        at = np.arange(500)
-    else:
-        rows = at = np.zeros(0, dtype=np.int64)
-    out = np.zeros((501, 8), dtype=np.float32)
+    at, rows = _moves(case, rng)
+    out = np.zeros((502, 8), dtype=np.float32)
     expected = out.copy()
     expected[at] = source[rows]
     copy_rows(out, at, source, rows)
     assert np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_copy_rows_in_place_equals_a_gather_from_a_copy(case):
+    """Moved within the matrix's own buffer (as the watcher does), every row ends where a
+    gather from an untouched copy puts it: no run overwrites rows another has yet to read."""
+    from crosstier.transforms.embed.text import copy_rows
+
+    rng = np.random.default_rng(11)
+    buffer = rng.normal(size=(520, 8)).astype(np.float32)
+    source, out = buffer[:500], buffer[:502]
+    at, rows = _moves(case, rng)
+    expected = out.copy()
+    expected[at] = source.copy()[rows]
+    copy_rows(out, at, source, rows)
+    assert np.array_equal(out[at], expected[at])
+
+
+def test_buffer_rows_reuses_a_matrix_buffer_only_where_it_may():
+    """The watcher's next matrix is the last one's buffer when it has room and is writable,
+    else a new array with room to grow; never a view that would read other rows."""
+    from crosstier.transforms.live_state import buffer_of, buffer_rows
+
+    grown = buffer_rows(None, 100, 4)
+    assert grown.shape == (100, 4) and buffer_of(grown).shape[0] > 100
+    again = buffer_rows(grown, 101, 4)
+    assert again.ctypes.data == grown.ctypes.data and again.shape == (101, 4)
+    exact = np.zeros((10, 4), dtype=np.float32)
+    assert buffer_rows(exact, 11, 4).ctypes.data != exact.ctypes.data  # no room
+    frozen = np.zeros((20, 4), dtype=np.float32)
+    frozen.flags.writeable = False
+    assert buffer_rows(frozen, 10, 4).ctypes.data != frozen.ctypes.data
+    transposed = np.zeros((4, 30), dtype=np.float32).T  # its base is another shape: not a buffer of rows
+    assert buffer_of(transposed) is transposed
+    assert buffer_rows(transposed[:20], 10, 4).ctypes.data != transposed.ctypes.data
