@@ -100,13 +100,19 @@ def _keyed(rows: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# what a fold key and the ends of a row read: the scans pass these alone, as gathering every
+# column (reasons, metadata) of the rows near a large copy group cost ~10 ms a scan at 100k
+ENDS = ("source_id", "target_id", "namespace")
+
+
 def rows_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
     """Every row whose fold key is that of a row at one of ids (copies.collapsed_copy_links
     decides a key from all of its rows). `members`: grouped copy keys. In links_frame's order."""
-    near = _keyed(_touching(links_frame.with_row_index("_order"), group_closure(ids, members)), members)
+    near = _keyed(_touching(links_frame.select(ENDS).with_row_index("_order"), group_closure(ids, members)), members)
     # the rows at ids are among those near them (ids are in their closure): one pass over links_frame
     wanted = _touching(near, ids).select("namespace", "_lo", "_hi").unique()
-    return near.join(wanted, on=["namespace", "_lo", "_hi"], how="semi").sort("_order").drop("_order", "_lo", "_hi")
+    rows = near.join(wanted, on=["namespace", "_lo", "_hi"], how="semi").get_column("_order").sort()
+    return links_frame[rows]
 
 
 def _ends(frame: pl.DataFrame) -> set[str]:
@@ -137,9 +143,10 @@ def recapped_around(
         return full.sort("source_id", "target_id", "relationship_type"), set(memories.get_column("id").to_list()) | _ends(previous_capped)
     seeds = touched | moved(previous_keys, keys)
     # A: both ends of every row of a fold key with a row at a seed, before and after
-    changed = seeds | _ends(rows_of_keys(previous_scored, groups_before, seeds)) | _ends(rows_of_keys(scored, groups_after, seeds))
+    ends_before, ends_after = previous_scored.select(ENDS), scored.select(ENDS)
+    changed = seeds | _ends(rows_of_keys(ends_before, groups_before, seeds)) | _ends(rows_of_keys(ends_after, groups_after, seeds))
     # the ranked lists of A and of A's neighbours decide A's rows: every row of their keys
-    deciding = changed | _ends(_touching(scored, changed))
+    deciding = changed | _ends(_touching(ends_after, changed))
     subset = rows_of_keys(scored, groups_after, deciding)
     folded = copies.collapsed_copy_links(subset, groups_after.select("id", "copy_key"))
     fresh = _touching(links.capped_links(folded, max_links, None).cast(RELATIONSHIP_SCHEMA), changed)
