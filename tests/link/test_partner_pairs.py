@@ -101,3 +101,16 @@ def test_a_pair_just_above_the_partner_floor_is_found():
     want = candidate_pairs(frame, vectors, scoring, focus)
     assert pair_set(want) == {(0, 1)}
     assert pair_set(partner_pairs(frame, vectors, scoring, focus)) == {(0, 1)}
+
+
+@pytest.mark.parametrize("scoring", SETTINGS)
+def test_one_query_classification_equals_qualifying_then_classified(generated, scoring):
+    """classified_pairs runs the three SQL files as one query over views; the batch run's
+    blocks run qualifying_pairs and classified apart (pruned in between): the same links."""
+    from crosstier.transforms.link.links import classified, qualifying_pairs
+
+    frame, vectors = generated
+    pairs = candidate_pairs(frame, vectors, scoring, None)
+    links = classified_pairs(frame, vectors, pairs, scoring)
+    assert links.height > 0
+    assert links.equals(classified(frame, qualifying_pairs(frame, vectors, pairs, scoring), scoring))
