@@ -188,3 +188,35 @@ def test_property_any_sequence_of_appends_edits_and_deletes_equals_a_batch_run(t
         assert view_memory_ids(live.settings.output_dir) == sorted(r["id"] for r in records)
 
     check()
+
+
+def test_a_memory_hidden_by_a_duplicate_id_in_another_store_comes_back_when_the_duplicate_goes(tmp_path):
+    """Only what a micro-batch read again is hashed and fingerprinted again; a memory that
+    comes back without its own store being read (the other store's copy of its id went, so
+    neither is a reject any more) must still be published and linked as a batch run does."""
+    notes, extra = tmp_path / "notes.jsonl", tmp_path / "extra.jsonl"
+    write_lines(notes, [memory(i) for i in range(6)], "w")
+    extra.write_text("")
+    config = config_file(tmp_path, notes, max_links=2)
+    config.write_text(config.read_text() + f'\n[[stores]]\nname = "extra"\nkind = "jsonl"\npath = "{extra.as_posix()}"\n', encoding="utf-8")
+    correlate(config_path=str(config))
+    live = Live(config)
+    out = live.settings.output_dir
+    assert any("m002" in r[:2] for r in view_rows(out))
+
+    def step(*names: str) -> dict:
+        stepped = advanced(live.state, list(names), live.settings, live.catalog.manual_log, no_model)
+        published(live.files, stepped)
+        live.state = stepped.state
+        return stepped.stats
+
+    write_lines(extra, [memory(2, topic=1)])  # the same id in a second store: both are rejected
+    assert step("extra")["deleted"] == 1
+    assert "m002" not in view_memory_ids(out)
+    assert view_rows(out) == batch_rows(config, tmp_path / "batch1")
+    extra.write_text("")
+    stats = step("extra")  # notes, where m002 is again the only one, is not read
+    assert stats["upserted"] == 1 and stats["linked"] >= 1
+    assert view_rows(out) == batch_rows(config, tmp_path / "batch2")
+    assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch2")
+    assert any("m002" in r[:2] for r in view_rows(out))

@@ -86,17 +86,23 @@ def current_ids(previous: frozenset[str] | None, memories: pl.DataFrame, changed
     return (previous - deleted) | changed
 
 
-def refreshed_features(previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str], ids: Set[str] | None = None) -> pl.DataFrame:
+def refreshed_features(
+    previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str], ids: Set[str] | None = None, came_and_went: tuple[set[str], set[str]] | None = None,
+) -> pl.DataFrame:
     """Evidence of every memory, sorted by id (`previous` is): recomputed for changed memories and for those whose
     `ref_ids` may name an id that came or went; the rest kept. Every column but `ref_ids`
     depends on the memory alone; `ref_ids` on which ids exist, so it is recomputed against
     all of them (the same rule as features.link_features). `ids`: every id of `memories`,
-    when the caller keeps them (current_ids)."""
+    when the caller keeps them (current_ids); `came_and_went`: the ids new and gone since
+    `previous`, when the caller knows them (else two joins over every id find them)."""
     if previous is None:
         return link_features_of(memories, ids)
-    # joins, not Python sets of every id: ~50 ms a micro-batch at 100k memories
-    added = memories.select("id").join(previous.select("id"), on="id", how="anti").get_column("id").sort().to_list()
-    removed = previous.select("id").join(memories.select("id"), on="id", how="anti").get_column("id").sort().to_list()
+    if came_and_went is not None:
+        added, removed = sorted(came_and_went[0]), sorted(came_and_went[1])
+    else:
+        # joins, not Python sets of every id: ~50 ms a micro-batch at 100k memories
+        added = memories.select("id").join(previous.select("id"), on="id", how="anti").get_column("id").sort().to_list()
+        removed = previous.select("id").join(memories.select("id"), on="id", how="anti").get_column("id").sort().to_list()
     stale = pl.col("id").is_in(pl.Series(sorted(changed) + added, dtype=pl.String).implode())
     if added:
         stale = stale | pl.col("content").str.contains_any(added) | _names_any("refs", added)
@@ -143,6 +149,14 @@ def focused_links(features: pl.DataFrame, units: np.ndarray, scoring: ScoringCon
     return scored_pairs(frame, units, candidates, scoring), candidates.height
 
 
+def among(frames: tuple[pl.DataFrame, ...], ids: pl.Series | None) -> tuple[pl.DataFrame, ...]:
+    """Each frame's rows whose `id` is in ids (all rows when ids is None)."""
+    if ids is None:
+        return frames
+    wanted = ids.implode()
+    return tuple(frame.filter(pl.col("id").is_in(wanted)) for frame in frames)
+
+
 def changed_ends(before: pl.DataFrame, after: pl.DataFrame) -> set[str]:
     """Ends of the link rows that differ between two capped frames (any column but run_id)."""
     columns = [c for c in RELATIONSHIP_SCHEMA.names() if c != "run_id"]
@@ -176,17 +190,22 @@ def relinked(
     scoring: ScoringConfig,
     fingerprints: pl.DataFrame | None = None,
     units: np.ndarray | None = None,
+    redone: pl.Series | None = None,
 ) -> Relinked:
     """Link one micro-batch: `memories` (with terms, sorted by id), row-aligned `vectors` and
     `texts` (id, text_hash) are the whole current set; only what changed is scored again.
     `fingerprints` of the current set, and `units` (links.unit_rows(vectors)), may be passed
-    in when the caller kept them up to date (normalising 100k rows costs ~0.1 s a batch)."""
+    in when the caller kept them up to date (normalising 100k rows costs ~0.1 s a batch);
+    `redone`: when every other id's fingerprint is the index's, the ids whose fingerprint was
+    computed again or that are gone (only those are compared: a join of 100k fingerprints
+    cost ~20 ms a micro-batch)."""
     if fingerprints is None:
         fingerprints = incremental.memory_fingerprints(memories, texts)
-    changed, deleted = incremental.changed_memory_ids(fingerprints, index.fingerprints)
+    changed, deleted = incremental.changed_memory_ids(*among((fingerprints, index.fingerprints), redone))
     touched = changed | deleted
     ids = current_ids(index.ids, memories, changed, deleted)
-    features = refreshed_features(index.features, memories, changed, ids)
+    came_and_went = None if index.ids is None else ({i for i in changed if i not in index.ids}, deleted)
+    features = refreshed_features(index.features, memories, changed, ids, came_and_went)
     if not touched:
         return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids), set(), set(), set(), 0)
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
