@@ -11,7 +11,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crosstier.transforms.link import links, live_cap
+from crosstier.transforms.link import links, live, live_cap
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 T0 = datetime(2026, 4, 3, 10, tzinfo=timezone.utc)
@@ -75,7 +75,11 @@ class Replay:
         """(incremental cap, full cap) after the world changed at `touched`."""
         memories, scored = frames(self.world, self.pairs)
         keys = live_cap.copy_keys(memories, self.keys, touched)
-        got = live_cap.recapped_around(self.capped, self.scored, scored, memories, self.keys, keys, touched, MAX_LINKS, TAU)[0]
+        recap = live_cap.recapped_around(self.capped, self.scored, scored, memories, self.keys, keys, touched, MAX_LINKS, TAU)
+        got = recap.capped
+        # the rows it hands back to compare are exactly those with an end around, before and after
+        assert in_order(recap.before).equals(in_order(live.touching(self.capped, recap.around)))
+        assert in_order(recap.after).equals(in_order(live.touching(got, recap.around)))
         self.scored, self.keys, self.capped = scored, keys, got
         return got, full_cap(scored, memories)
 

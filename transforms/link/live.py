@@ -171,12 +171,13 @@ def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig)
     return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
 
 
-def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> tuple[pl.DataFrame, set[str] | None]:
+def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> live_cap.Recapped:
     """The batch run's cap over `scored`, recomputed only around `touched` when the index
-    knows the copy keys its cap was made with, else over everything (as `capped`); and the
-    memories outside which no capped row changed (None: any may have)."""
+    knows the copy keys its cap was made with, else over everything (as `capped`, around
+    every memory before and after)."""
     if index.copy_keys is None:
-        return capped(scored, memories, scoring), None
+        after = capped(scored, memories, scoring)
+        return live_cap.Recapped(after, set(memories.get_column("id").to_list()) | _ids(index.capped), index.capped, after)
     return live_cap.recapped_around(
         index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days
     )
@@ -221,11 +222,10 @@ def relinked(
     # micro-batch cost ~0.13 s at 100k.
     scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)])
     # every scored link that may differ has an end in `rescored`: the cap is redone around them
-    after, around = recapped(index, scored, memories, keys, rescored, scoring)
+    recap = recapped(index, scored, memories, keys, rescored, scoring)
     # rows without an end in `around` are the same rows: compare only the others
-    before_rows, after_rows = (index.capped, after) if around is None else (touching(index.capped, around), touching(after, around))
-    affected = touched | changed_ends(before_rows, after_rows)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, after, features, keys, ids), changed, deleted, affected, pairs)
+    affected = touched | changed_ends(recap.before, recap.after)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, recap.capped, features, keys, ids), changed, deleted, affected, pairs)
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:

@@ -22,6 +22,8 @@ lists and origins read. tests/link/test_live_cap.py checks it equals the full ca
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from crosstier.transforms.link import copies, links
@@ -119,6 +121,18 @@ def _ends(frame: pl.DataFrame) -> set[str]:
     return set(frame.get_column("source_id").to_list()) | set(frame.get_column("target_id").to_list())
 
 
+@dataclass(frozen=True)
+class Recapped:
+    """The cap redone around what changed: every capped row, the memories outside which no
+    row changed, and the rows with an end among them before and after (what a caller
+    compares: two more scans of every capped row cost ~35 ms a micro-batch at 100k)."""
+
+    capped: pl.DataFrame
+    around: set[str]
+    before: pl.DataFrame
+    after: pl.DataFrame
+
+
 def recapped_around(
     previous_capped: pl.DataFrame,
     previous_scored: pl.DataFrame,
@@ -129,9 +143,9 @@ def recapped_around(
     touched: set[str],
     max_links: int,
     tau_days: float,
-) -> tuple[pl.DataFrame, set[str]]:
-    """(links.capped_links(scored, max_links, memories), the memories around which it was
-    redone) given the cap of the previous scored links: rows near what changed (see the
+) -> Recapped:
+    """links.capped_links(scored, max_links, memories) and the memories around which it was
+    redone, given the cap of the previous scored links: rows near what changed (see the
     module docstring) recomputed, the rest kept, so no row without an end in the set differs.
 
     `touched`: memories added, edited or deleted since previous_*; `keys`/`previous_keys`:
@@ -139,8 +153,8 @@ def recapped_around(
     groups_before, groups_after = grouped(previous_keys), grouped(keys)
     if scored.filter(pl.col("origin") == "manual").height or previous_scored.filter(pl.col("origin") == "manual").height:
         # manual links sit inside copy groups beside the chain; the live path merges them after the cap
-        full = links.capped_links(scored, max_links, memories, tau_days=tau_days).cast(RELATIONSHIP_SCHEMA)
-        return full.sort("source_id", "target_id", "relationship_type"), set(memories.get_column("id").to_list()) | _ends(previous_capped)
+        full = links.capped_links(scored, max_links, memories, tau_days=tau_days).cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id", "relationship_type")
+        return Recapped(full, set(memories.get_column("id").to_list()) | _ends(previous_capped), previous_capped, full)
     seeds = touched | moved(previous_keys, keys)
     # A: both ends of every row of a fold key with a row at a seed, before and after
     ends_before, ends_after = previous_scored.select(ENDS), scored.select(ENDS)
@@ -169,6 +183,10 @@ def recapped_around(
     at_changed = pl.col("source_id").is_in(_series(changed).implode()) | pl.col("target_id").is_in(_series(changed).implode())
     in_chained = pl.col("source_id").is_in(_series(chained_before).implode())
     kept = previous.filter(pl.when(inside).then(~in_chained).otherwise(~at_changed)).drop("_lo", "_hi")
-    around = changed | chained_before | set(chained_after.get_column("id").to_list())
+    # a member of a re-chained group after that was none before changed its fold key: a seed,
+    # so `ends` is every memory redone around, and the rows kept (with an end in it), fresh
+    # (at `changed`) and chained are all that have an end in it after
+    around = ends | set(chained_after.get_column("id").to_list())
+    recomputed = pl.concat([kept, fresh, chain])
     # not sorted: readers order their own queries, and sorting every capped row cost ~0.19 s a micro-batch at 100k
-    return pl.concat([previous_capped.filter(~near), kept, fresh, chain]), around
+    return Recapped(pl.concat([previous_capped.filter(~near), recomputed]), around, previous_capped.filter(near), recomputed)
