@@ -18,7 +18,7 @@ from crosstier import sql
 from crosstier.core.catalog import Catalog, SnapshotFiles
 from crosstier.core.config import ConfigError, Settings, load_settings, settings_from_dict
 from crosstier.retrieval.errors import NoSnapshotError
-from crosstier.retrieval.live import delta_names, overlaid_connection
+from crosstier.retrieval.live import delta_names, extended_overlay, overlaid_connection
 
 _LOCK = threading.Lock()
 _OPEN: dict[Path, "Snapshot"] = {}
@@ -106,6 +106,11 @@ def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | Non
             current = _OPEN.get(key)
             if current is not None and current.identity == identity:
                 return current
+            if current is not None and current.identity[:-2] == identity[:-2] and current.identity[-1] == identity[-1]:
+                # the same snapshot with deltas after the ones loaded: only the new ones are read
+                if extended_overlay(current.con, files.dir, current.identity[-2], identity[-2]):
+                    current.identity = identity
+                    return current
             try:
                 deltas = identity[-2]
                 if deltas:

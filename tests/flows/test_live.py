@@ -220,3 +220,46 @@ def test_a_memory_hidden_by_a_duplicate_id_in_another_store_comes_back_when_the_
     assert view_rows(out) == batch_rows(config, tmp_path / "batch2")
     assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch2")
     assert any("m002" in r[:2] for r in view_rows(out))
+
+
+def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path):
+    """open_snapshot keeps its overlaid connection and reads just the new deltas into it
+    while they follow the ones it has; what it then answers equals a connection opened
+    afresh over every delta, and a new checkpoint opens it afresh."""
+    import crosstier.flows.watch as watch_flow
+    from crosstier.retrieval.live import overlaid_connection
+    from crosstier.retrieval.snapshot import close_all, open_snapshot
+
+    store = tmp_path / "notes.jsonl"
+    write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(6)], "w")
+    config = config_file(tmp_path, store, max_links=2)
+    correlate(config_path=str(config))
+    live = Live(config)
+    out = live.settings.output_dir
+    queries = ("select * from memories order by id", "select * exclude (run_id) from relationships order by source_id, target_id, relationship_type")
+    close_all()
+    first = open_snapshot(out)
+    kinds = []
+    for n in range(6, 6 + watch_flow.CHECKPOINT_EVERY + 1):
+        write_lines(store, [memory(n, session="s1" if n % 2 else None)])
+        live.step()
+        reader = open_snapshot(out)
+        kinds.append("extended" if reader is first else "reopened")
+        names = reader.identity[-2]
+        fresh = overlaid_connection(live.files.database, live.files.dir, names)
+        try:
+            for query in queries:
+                assert reader.query(query) == [dict(zip([d[0] for d in fresh.execute(query).description], row)) for row in fresh.execute(query).fetchall()]
+        finally:
+            fresh.close()
+        assert f"m{n:03d}" in {row["id"] for row in reader.query("select id from memories")}
+        first = reader
+    with open(store, "a", encoding="utf-8") as handle:
+        handle.write("{not json\n")  # a delta that carries the rejects: the reader opens afresh to read them
+    write_lines(store, [memory(40)])
+    live.step()
+    assert [row["location"] for row in open_snapshot(out).query("select location from rejects")] == [f"notes.jsonl:{6 + watch_flow.CHECKPOINT_EVERY + 2}"]
+    close_all()
+    # the first delta is read afresh (the reader had none), then each is added; the checkpoint
+    # that starts a new list of deltas opens it afresh, and the next is added to that
+    assert kinds[0] == "reopened" and kinds.count("reopened") == 2 and kinds[-1] == "extended"
