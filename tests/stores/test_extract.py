@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -133,6 +134,21 @@ def test_duplicate_ids_across_stores_reject_both_naming_each_other(tmp_path):
     assert reasons["a"] == "duplicate id 'e1': also at b b.jsonl:1"
     assert reasons["b"] == "duplicate id 'e1': also at a a.jsonl:1"
     assert_balanced(result)
+
+
+@pytest.mark.parametrize("twin", [None, "e3", "e1"], ids=["no-duplicate", "a-duplicate-in-the-middle", "a-duplicate-first"])
+def test_stores_sorted_by_id_merge_to_what_concatenating_and_sorting_gives(tmp_path, twin):
+    """The watcher hands combined_extracts each store's rows sorted by id and merges them;
+    memories and rejects are those of the batch run's concatenate-then-sort."""
+    a_rows = [{**GOOD, "id": i, "content": f"note {i}"} for i in ("e5", "e1", "e3")]
+    b_rows = [{**GOOD, "id": i, "content": f"other {i}"} for i in ("e4", "e2", "e6") + ((twin,) if twin else ())]
+    a = extract_store(jsonl_store(write_jsonl(tmp_path / "a.jsonl", a_rows), name="a"), LIMIT)
+    b = extract_store(jsonl_store(write_jsonl(tmp_path / "b.jsonl", b_rows), name="b"), LIMIT)
+    want = combined_extracts([a, b])
+    got = combined_extracts([replace(e, memories=e.memories.sort("id")) for e in (a, b)], sorted_by_id=True)
+    assert got.memories.equals(want.memories)
+    assert got.rejects.sort("store", "location").equals(want.rejects.sort("store", "location"))
+    assert got.memories.get_column("id").to_list() == sorted({"e1", "e2", "e3", "e4", "e5", "e6"} - {twin})
 
 
 def test_parquet_store(tmp_path):

@@ -600,13 +600,31 @@ def extract_store(store: StoreConfig, max_content_bytes: int) -> StoreExtract:
     return validated_records(ADAPTERS[store.kind](store), store, max_content_bytes)
 
 
-def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
+def _merged_by_id(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Frames each sorted by id, merged into one sorted by id (no sort of the whole)."""
+    merged = frames[0]
+    for frame in frames[1:]:
+        merged = merged.merge_sorted(frame, key="id")
+    return merged.with_columns(pl.col("id").set_sorted())
+
+
+def combined_extracts(extracts: list[StoreExtract], *, sorted_by_id: bool = False) -> Extracted:
     """All stores' memories with ids unique across stores: every copy of a duplicate id is
-    rejected, naming the other places it occurs, so no silent winner is picked."""
+    rejected, naming the other places it occurs, so no silent winner is picked.
+    `sorted_by_id`: each store's memories come sorted by id, so they are merged, not sorted
+    again (the watcher: sorting 100k rows per micro-batch cost ~25 ms)."""
     frames = [e.memories for e in extracts if e.memories.height]
-    memories = pl.concat(frames) if frames else pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
-    # places only of the duplicates: the watcher combines every store's rows per micro-batch
-    duplicated = memories.get_column("id").is_duplicated()
+    if not frames:
+        memories = pl.DataFrame(schema={**MEMORY_SCHEMA, "_raw": pl.String})
+    else:
+        memories = _merged_by_id(frames) if sorted_by_id else pl.concat(frames)
+    ids = memories.get_column("id")
+    # places only of the duplicates: the watcher combines every store's rows per micro-batch.
+    # Sorted, a duplicate sits beside its twin: one comparison of neighbours rules them out.
+    if sorted_by_id and not (ids.slice(1) == ids.slice(0, max(ids.len() - 1, 0))).any():
+        duplicated = pl.Series(np.zeros(ids.len(), dtype=bool))
+    else:
+        duplicated = ids.is_duplicated()
     duplicates = memories.filter(duplicated).with_columns(place=pl.col("store") + pl.lit(" ") + pl.col("location"))
     dup_rejects = []
     if duplicates.height:
@@ -622,7 +640,8 @@ def combined_extracts(extracts: list[StoreExtract]) -> Extracted:
                     "reason": f"duplicate id {row['id']!r}: also at {', '.join(others)}",
                 }
             )
-    kept = (memories.filter(~duplicated) if duplicates.height else memories).drop("_raw").sort("id")
+    kept = (memories.filter(~duplicated) if duplicates.height else memories).drop("_raw")
+    kept = kept if sorted_by_id else kept.sort("id")
     rejects = pl.concat([*(e.rejects for e in extracts), pl.DataFrame(dup_rejects, schema=REJECT_SCHEMA)])
     return Extracted(
         memories=kept,
