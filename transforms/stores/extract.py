@@ -26,6 +26,7 @@ import orjson
 import polars as pl
 
 from crosstier.core.config import Settings, StoreConfig
+from crosstier.transforms.sorted_rows import with_rows_inserted
 from crosstier.transforms.stores.errors import ExtractError
 from crosstier.transforms.stores.markdown import markdown_records
 from crosstier.transforms.schema import MEMORY_SCHEMA, REJECT_SCHEMA, TIERS
@@ -601,11 +602,13 @@ def extract_store(store: StoreConfig, max_content_bytes: int) -> StoreExtract:
 
 
 def _merged_by_id(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """Frames each sorted by id, merged into one sorted by id (no sort of the whole)."""
-    merged = frames[0]
-    for frame in frames[1:]:
-        merged = merged.merge_sorted(frame, key="id")
-    return merged.with_columns(pl.col("id").set_sorted())
+    """Frames each sorted by id, merged into one sorted by id: the smaller ones' rows put in
+    place between slices of the largest (polars' merge_sorted moved every column, ~77 ms at 100k)."""
+    largest, *others = sorted(frames, key=lambda frame: -frame.height)
+    merged = largest
+    for frame in others:
+        merged = with_rows_inserted(merged, frame)
+    return merged
 
 
 def combined_extracts(extracts: list[StoreExtract], *, sorted_by_id: bool = False) -> Extracted:
