@@ -383,3 +383,21 @@ def test_a_small_lookup_opens_only_the_shards_that_hold_its_texts(onnx_encoder, 
     opened.clear()  # a whole read (a batch run's) still opens every shard
     everything, _ = embed_cache.read_cached(tmp_path, onnx_encoder.model_id, onnx_encoder.dim, None, logging.getLogger("test"))
     assert everything.height == 3 and len(opened) == 3
+
+
+def test_a_shard_this_process_wrote_is_looked_up_without_reading_its_hashes_back(tmp_path, monkeypatch):
+    """The watcher writes a shard per micro-batch and looks up the next one's texts: the new
+    shard's hashes are known from the write, and a lookup finds its vectors and skips it
+    for hashes it does not hold."""
+    dim = 4
+    vectors = pl.DataFrame({"text_hash": ["h1", "h2"], "embedding": [[1.0, 0, 0, 0], [0, 1.0, 0, 0]]}, schema={"text_hash": pl.String, "embedding": pl.Array(pl.Float32, dim)})
+    path = embed_cache.write_shard(tmp_path, "m", vectors)
+    reads = []
+    real = pl.read_parquet
+    monkeypatch.setattr(embed_cache.pl, "read_parquet", lambda *a, **k: reads.append(a) or real(*a, **k))
+    log = logging.getLogger("test")
+    found, _ = embed_cache.read_cached(tmp_path, "m", dim, pl.Series(["h2", "h9"]), log)
+    assert found.get_column("text_hash").to_list() == ["h2"]
+    none, _ = embed_cache.read_cached(tmp_path, "m", dim, pl.Series(["h9"]), log)
+    assert none.height == 0 and reads == []
+    assert embed_cache._SHARD_HASHES[path][1] == frozenset({"h1", "h2"})

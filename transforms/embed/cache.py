@@ -138,7 +138,11 @@ def write_shard(cache_dir: Path, model_id: str, vectors: pl.DataFrame) -> Path:
     """Add a shard of (text_hash, embedding) rows for `model_id`; returns its path."""
     name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
     frame = vectors.select(pl.lit(model_id, dtype=pl.String).alias("model_id"), "text_hash", "embedding")
-    return _write_atomic(frame, model_dir(cache_dir, model_id) / name)
+    path = _write_atomic(frame, model_dir(cache_dir, model_id) / name)
+    # its hashes are known: the next small lookup (the watcher's next micro-batch) need not read them back
+    stat = path.stat()
+    _SHARD_HASHES[path] = ((stat.st_size, stat.st_mtime_ns), frozenset(frame.get_column("text_hash").to_list()))
+    return path
 
 
 def compact(cache_dir: Path, model_id: str, dim: int, log: logging.Logger) -> int:
