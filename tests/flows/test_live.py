@@ -38,11 +38,21 @@ class Live:
         published(self.files, step)
         self.state = step.state
 
-    def step(self) -> dict:
-        step = advanced(self.state, ["notes"], self.settings, self.catalog.manual_log, no_model)
+    def step(self, *stores: str) -> dict:
+        """One micro-batch over the named stores (the `notes` store by default)."""
+        step = advanced(self.state, list(stores or ["notes"]), self.settings, self.catalog.manual_log, no_model)
         published(self.files, step)
         self.state = step.state
         return step.stats
+
+
+def started(folder: Path, records: list[dict]) -> tuple[Path, Path, Live]:
+    """A notes store of these records, its config (top 2 links), a batch run and a watcher's state over it."""
+    store = folder / "notes.jsonl"
+    write_lines(store, records, "w")
+    config = config_file(folder, store, max_links=2)
+    correlate(config_path=str(config))
+    return store, config, Live(config)
 
 
 def batch_rows(config: Path, out: Path) -> list[tuple]:
@@ -54,11 +64,7 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     import crosstier.flows.watch as watch_flow
 
     monkeypatch.setattr(watch_flow, "CHECKPOINT_EVERY", 2)  # every other delta a checkpoint: both kinds are read
-    store = tmp_path / "notes.jsonl"
-    write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(9)], "w")
-    config = config_file(tmp_path, store, max_links=2)
-    correlate(config_path=str(config))
-    live = Live(config)
+    store, config, live = started(tmp_path, [memory(i, session="s1" if i % 2 else None) for i in range(9)])
     out = live.settings.output_dir
 
     # appends, one a hostile line: it is skipped like the batch run skips it, nothing stops
@@ -204,18 +210,12 @@ def test_a_memory_hidden_by_a_duplicate_id_in_another_store_comes_back_when_the_
     out = live.settings.output_dir
     assert any("m002" in r[:2] for r in view_rows(out))
 
-    def step(*names: str) -> dict:
-        stepped = advanced(live.state, list(names), live.settings, live.catalog.manual_log, no_model)
-        published(live.files, stepped)
-        live.state = stepped.state
-        return stepped.stats
-
     write_lines(extra, [memory(2, topic=1)])  # the same id in a second store: both are rejected
-    assert step("extra")["deleted"] == 1
+    assert live.step("extra")["deleted"] == 1
     assert "m002" not in view_memory_ids(out)
     assert view_rows(out) == batch_rows(config, tmp_path / "batch1")
     extra.write_text("")
-    stats = step("extra")  # notes, where m002 is again the only one, is not read
+    stats = live.step("extra")  # notes, where m002 is again the only one, is not read
     assert stats["upserted"] == 1 and stats["linked"] >= 1
     assert view_rows(out) == batch_rows(config, tmp_path / "batch2")
     assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch2")
@@ -230,11 +230,7 @@ def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path):
     from crosstier.retrieval.live import overlaid_connection
     from crosstier.retrieval.snapshot import close_all, open_snapshot
 
-    store = tmp_path / "notes.jsonl"
-    write_lines(store, [memory(i, session="s1" if i % 2 else None) for i in range(6)], "w")
-    config = config_file(tmp_path, store, max_links=2)
-    correlate(config_path=str(config))
-    live = Live(config)
+    store, _config, live = started(tmp_path, [memory(i, session="s1" if i % 2 else None) for i in range(6)])
     out = live.settings.output_dir
     queries = ("select * from memories order by id", "select * exclude (run_id) from relationships order by source_id, target_id, relationship_type")
     close_all()
