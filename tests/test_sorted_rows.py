@@ -33,3 +33,21 @@ def test_chunks_are_merged_once_there_are_many():
         assert kept.n_chunks() <= sorted_rows.MAX_CHUNKS
     assert kept.get_column("id").is_sorted()
     assert kept.height == 1000 + 3 * sorted_rows.MAX_CHUNKS
+
+
+def test_kept_per_frame_works_once_per_frame_held_and_forgets_the_oldest():
+    from crosstier.transforms.sorted_rows import kept_per_frame
+
+    calls = []
+
+    @kept_per_frame(2)
+    def doubled(frame: pl.DataFrame) -> pl.DataFrame:
+        calls.append(frame)
+        return frame.with_columns(pl.col("x") * 2)
+
+    a, b, c = (pl.DataFrame({"x": [i]}) for i in (1, 2, 3))
+    first = doubled(a)
+    assert doubled(a) is first and len(calls) == 1  # the same frame: its result again
+    assert doubled(pl.DataFrame({"x": [1]})).equals(first) and len(calls) == 2  # an equal frame is another frame
+    doubled(b), doubled(c)  # a falls out of the last two
+    assert doubled(a).equals(first) and len(calls) == 5

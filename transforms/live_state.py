@@ -26,7 +26,7 @@ from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
-from crosstier.transforms.sorted_rows import with_rows_inserted
+from crosstier.transforms.sorted_rows import kept_per_frame, with_rows_inserted
 from crosstier.transforms.stores.extract import combined_extracts
 from crosstier.transforms.stores.follow import FollowedStore, read_whole, refreshed
 
@@ -88,20 +88,11 @@ def published_memories(memories: pl.DataFrame) -> pl.DataFrame:
     return memories.drop([c for c in ("embedding", "_batch", "_raw") if c in memories.columns])
 
 
-# Each store's memories sorted by id without their vectors, with the frame they came from (its
-# id() is not reused while it is held; frames are never mutated): a store a micro-batch did not
-# read again keeps its frame, so its 100k rows are sorted once, not per micro-batch.
-_SORTED: list[tuple[pl.DataFrame, pl.DataFrame]] = []
-
-
+# a store a micro-batch did not read again keeps its frame: its 100k rows are sorted once
+@kept_per_frame(8)
 def sorted_memories(memories: pl.DataFrame) -> pl.DataFrame:
-    """A store's memories without the provided `embedding`, sorted by id (kept for the next call)."""
-    for frame, sorted_frame in _SORTED:
-        if frame is memories:
-            return sorted_frame
-    sorted_frame = memories.drop("embedding", strict=False).sort("id")
-    _SORTED[:] = [*_SORTED[-7:], (memories, sorted_frame)]
-    return sorted_frame
+    """A store's memories without the provided `embedding`, sorted by id."""
+    return memories.drop("embedding", strict=False).sort("id")
 
 
 def current_memories(stores: dict[str, FollowedStore]) -> tuple[pl.DataFrame, pl.DataFrame]:
