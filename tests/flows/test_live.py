@@ -222,7 +222,7 @@ def test_a_memory_hidden_by_a_duplicate_id_in_another_store_comes_back_when_the_
     assert any("m002" in r[:2] for r in view_rows(out))
 
 
-def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path):
+def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path, monkeypatch):
     """open_snapshot keeps its overlaid connection and reads just the new deltas into it
     while they follow the ones it has; what it then answers equals a connection opened
     afresh over every delta, and a new checkpoint opens it afresh."""
@@ -230,6 +230,7 @@ def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path):
     from crosstier.retrieval.live import overlaid_connection
     from crosstier.retrieval.snapshot import close_all, open_snapshot
 
+    monkeypatch.setattr(watch_flow, "CHECKPOINT_EVERY", 4)  # a checkpoint within a few deltas
     store, _config, live = started(tmp_path, [memory(i, session="s1" if i % 2 else None) for i in range(6)])
     out = live.settings.output_dir
     queries = ("select * from memories order by id", "select * exclude (run_id) from relationships order by source_id, target_id, relationship_type")
