@@ -246,14 +246,18 @@ def stepped(
         # AUTO_DISCOVER_ENABLED=false: memories are recorded, not linked; links at a deleted
         # memory go; the next batch run links what came in.
         deleted = set(index.fingerprints.get_column("id").to_list()) - set(fingerprints.get_column("id").to_list())
-        kept = incremental.kept_links(index.scored, deleted)
-        capped = incremental.kept_links(index.capped, deleted)
-        new_index = live.LinkIndex(memories, vectors, texts, index.fingerprints.join(fingerprints.select("id"), on="id", how="semi"), kept, capped)
+        ends = live.index_ends(index)
+        # incremental.kept_links of each: the links with neither end deleted
+        keep_scored, keep_capped = ~ends.scored.touching(deleted), ~ends.capped.touching(deleted)
+        kept, capped = index.scored.filter(pl.Series(keep_scored)), index.capped.filter(pl.Series(keep_capped))
+        new_index = live.LinkIndex(memories, vectors, texts, index.fingerprints.join(fingerprints.select("id"), on="id", how="semi"), kept, capped,
+                                   ends=live.IndexEnds(ends.scored.where(keep_scored), ends.capped.where(keep_capped)))
         affected, pairs = deleted, 0
     manual = manual_frame(manual_log_path, memories, state.base_run)
     linked = affected | live.changed_manual_ids(state.manual, manual)
     row_hashes, upserted, gone = row_hashes_after(state.row_hashes, published, redone)
-    rows = live.published_rows(new_index.capped, manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    capped_ends = None if new_index.ends is None else new_index.ends.capped
+    rows = live.published_rows(new_index.capped, manual, linked, state.base_run, capped_ends) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(published, upserted, gone | deleted, linked, rows)
     new_state = replace(
         state, index=new_index, manual=manual, row_hashes=row_hashes,
@@ -267,7 +271,7 @@ def checkpoint_delta(state: WatchState) -> Delta:
     memories = published_memories(state.index.memories)
     present = set(memories.get_column("id").to_list())
     linked = set(state.linked_since)
-    rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run, live.index_ends(state.index).capped) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
     return replace(delta, rejects=state.rejects)
 
@@ -326,8 +330,10 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     scored = snapshot["scored_links"].cast(RELATIONSHIP_SCHEMA)
     # the snapshot's copy keys now, not in the first micro-batch: without them that batch caps
     # every link again (~7 s at 100k memories, which every append in that time waited for)
+    # and the links' ends as codes (~0.2 s), which the first micro-batch would make otherwise
+    capped = live.capped(scored, snapshot["memories"], settings.scoring)
     index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored,
-                           live.capped(scored, snapshot["memories"], settings.scoring), copy_keys=live_cap.copy_keys(snapshot["memories"]))
+                           capped, copy_keys=live_cap.copy_keys(snapshot["memories"]), ends=live.IndexEnds.of(scored, capped))
     snapshot_memories = snapshot["memories"]
     published = published_memories(memories)
     if set(snapshot_memories.columns) == set(published.columns):

@@ -25,9 +25,23 @@ import polars as pl
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import cap_reach, incremental, links, live_cap
 from crosstier.transforms.link.candidates import partner_pairs
+from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_touching
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import with_rows_inserted
+
+
+@dataclass(frozen=True)
+class IndexEnds:
+    """The ends of the index's scored and capped links as codes (link_ends.py), one set of codes."""
+
+    scored: LinkEnds
+    capped: LinkEnds
+
+    @classmethod
+    def of(cls, scored: pl.DataFrame, capped: pl.DataFrame) -> IndexEnds:
+        codes = IdCodes()
+        return cls(LinkEnds.of(scored, codes), LinkEnds.of(capped, codes))
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,12 @@ class LinkIndex:
     features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
     copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
     ids: frozenset[str] | None = None  # every id of `memories`, set beside `features` (a text may name any): kept, not rebuilt per batch
+    ends: IndexEnds | None = None  # the ends of `scored` and `capped`; None: made when a micro-batch needs them
+
+
+def index_ends(index: LinkIndex) -> IndexEnds:
+    """The index's link ends: kept with it, else made from its frames."""
+    return IndexEnds.of(index.scored, index.capped) if index.ends is None else index.ends
 
 
 @dataclass(frozen=True)
@@ -61,8 +81,10 @@ def _ids(frame: pl.DataFrame, columns: tuple[str, ...] = ("source_id", "target_i
     return set().union(*(frame.get_column(c).to_list() for c in columns)) if frame.height else set()
 
 
-def touching(frame: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
-    """Rows of a links frame with an end in ids."""
+def touching(frame: pl.DataFrame, ids: set[str], ends: LinkEnds | None = None) -> pl.DataFrame:
+    """Rows of a links frame with an end in ids (`ends`: the frame's, where the caller keeps them)."""
+    if ends is not None:
+        return rows_touching(frame, ends, ids)
     wanted = pl.Series(sorted(ids), dtype=pl.String).implode()
     return frame.filter(pl.col("source_id").is_in(wanted) | pl.col("target_id").is_in(wanted))
 
@@ -171,15 +193,18 @@ def capped(scored: pl.DataFrame, memories: pl.DataFrame, scoring: ScoringConfig)
     return links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days).sort("source_id", "target_id", "relationship_type")
 
 
-def recapped(index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig) -> live_cap.Recapped:
+def recapped(
+    index: LinkIndex, scored: pl.DataFrame, memories: pl.DataFrame, keys: pl.DataFrame, touched: set[str], scoring: ScoringConfig, ends: live_cap.CapEnds,
+) -> live_cap.Recapped:
     """The batch run's cap over `scored`, recomputed only around `touched` when the index
     knows the copy keys its cap was made with, else over everything (as `capped`, around
-    every memory before and after)."""
+    every memory before and after). `ends`: the index's capped and scored links' and `scored`'s."""
     if index.copy_keys is None:
         after = capped(scored, memories, scoring)
-        return live_cap.Recapped(after, set(memories.get_column("id").to_list()) | _ids(index.capped), index.capped, after)
+        around = set(memories.get_column("id").to_list()) | _ids(index.capped)
+        return live_cap.Recapped(after, around, index.capped, after, LinkEnds.of(after, ends.scored.codes))
     return live_cap.recapped_around(
-        index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days
+        index.capped, index.scored, scored, memories, index.copy_keys, keys, touched, scoring.max_links_per_memory, scoring.tau_days, ends,
     )
 
 
@@ -207,31 +232,39 @@ def relinked(
     ids = current_ids(index.ids, memories, changed, deleted)
     came_and_went = None if index.ids is None else ({i for i in changed if i not in index.ids}, deleted)
     features = refreshed_features(index.features, memories, changed, ids, came_and_went)
+    ends = index_ends(index)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids, ends), set(), set(), set(), 0)
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
     # the batch run's stored links stop at the cap's reach: as there, memories whose top links
-    # may have lost a member are scored again (transforms/link/cap_reach.py)
+    # may have lost a member are scored again (transforms/link/cap_reach.py); it reads the
+    # stored links at what changed alone
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=live_cap.grouped(keys))
-    focus = cap_reach.refocused(changed, deleted, index.scored, reach)
+    focus = cap_reach.refocused(changed, deleted, rows_touching(index.scored, ends.scored, touched), reach)
     rescored = focus | deleted
-    kept = incremental.kept_links(index.scored, rescored)
+    # incremental.kept_links: the stored links with neither end rescored
+    keep = ~ends.scored.touching(rescored)
+    kept = index.scored.filter(pl.Series(keep))
     fresh, pairs = focused_links(features, links.unit_rows(vectors) if units is None else units, scoring, focus)
+    fresh = fresh.cast(RELATIONSHIP_SCHEMA)
     # kept has no end in focus or deleted and fresh has one in every row: the two never overlap.
     # Not sorted: nothing reads the scored links in order, and sorting millions of rows per
     # micro-batch cost ~0.13 s at 100k.
-    scored = pl.concat([kept, fresh.cast(RELATIONSHIP_SCHEMA)])
+    scored = pl.concat([kept, fresh])
+    scored_ends = ends.scored.where(keep).then(fresh)
     # every scored link that may differ has an end in `rescored`: the cap is redone around them
-    recap = recapped(index, scored, memories, keys, rescored, scoring)
+    recap = recapped(index, scored, memories, keys, rescored, scoring, live_cap.CapEnds(ends.capped, ends.scored, scored_ends))
     # rows without an end in `around` are the same rows: compare only the others
     affected = touched | changed_ends(recap.before, recap.after)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, recap.capped, features, keys, ids), changed, deleted, affected, pairs)
+    new_ends = IndexEnds(scored_ends, recap.capped_ends)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, recap.capped, features, keys, ids, new_ends), changed, deleted, affected, pairs)
 
 
-def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str) -> pl.DataFrame:
+def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str, capped_ends: LinkEnds | None = None) -> pl.DataFrame:
     """The published relationships (discovered after the cap, merged with manual links)
-    that have an end in ids: every row a reader sees for those memories."""
-    merged = merged_relationships(touching(capped, ids), touching(manual, ids))
+    that have an end in ids: every row a reader sees for those memories (`capped_ends`:
+    capped's, where the caller keeps them)."""
+    merged = merged_relationships(touching(capped, ids, capped_ends), touching(manual, ids))
     return merged.with_columns(run_id=pl.lit(run_id))
 
 

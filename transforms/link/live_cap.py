@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from crosstier.transforms.link import copies, links
+from crosstier.transforms.link.link_ends import IdCodes, LinkEnds
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import kept_per_frame, with_rows_inserted
 
@@ -109,10 +111,17 @@ def _keyed(rows: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
 ENDS = ("source_id", "target_id", "namespace")
 
 
-def rows_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
+def rows_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set[str], ends: LinkEnds | None = None) -> pl.DataFrame:
     """Every row whose fold key is that of a row at one of ids (copies.collapsed_copy_links
-    decides a key from all of its rows). `members`: grouped copy keys. In links_frame's order."""
-    near = _keyed(_touching(links_frame.select(ENDS).with_row_index("_order"), group_closure(ids, members)), members)
+    decides a key from all of its rows). `members`: grouped copy keys; `ends`: links_frame's,
+    where the caller keeps them. In links_frame's order."""
+    closure = group_closure(ids, members)
+    if ends is None:
+        touching = _touching(links_frame.select(ENDS).with_row_index("_order"), closure)
+    else:
+        at = np.flatnonzero(ends.touching(closure))
+        touching = links_frame.select(ENDS)[at].with_columns(pl.Series("_order", at, dtype=pl.UInt32))
+    near = _keyed(touching, members)
     # the rows at ids are among those near them (ids are in their closure): one pass over links_frame
     wanted = _touching(near, ids).select("namespace", "_lo", "_hi").unique()
     rows = near.join(wanted, on=["namespace", "_lo", "_hi"], how="semi").get_column("_order").sort()
@@ -127,12 +136,28 @@ def _ends(frame: pl.DataFrame) -> set[str]:
 class Recapped:
     """The cap redone around what changed: every capped row, the memories outside which no
     row changed, and the rows with an end among them before and after (what a caller
-    compares: two more scans of every capped row cost ~35 ms a micro-batch at 100k)."""
+    compares: two more scans of every capped row cost ~35 ms a micro-batch at 100k), with
+    the capped rows' ends."""
 
     capped: pl.DataFrame
     around: set[str]
     before: pl.DataFrame
     after: pl.DataFrame
+    capped_ends: LinkEnds
+
+
+@dataclass(frozen=True)
+class CapEnds:
+    """The ends of the frames recapped_around reads (link_ends.py), with one set of codes."""
+
+    previous_capped: LinkEnds
+    previous_scored: LinkEnds
+    scored: LinkEnds
+
+    @classmethod
+    def of(cls, previous_capped: pl.DataFrame, previous_scored: pl.DataFrame, scored: pl.DataFrame) -> CapEnds:
+        codes = IdCodes()
+        return cls(LinkEnds.of(previous_capped, codes), LinkEnds.of(previous_scored, codes), LinkEnds.of(scored, codes))
 
 
 def recapped_around(
@@ -145,25 +170,28 @@ def recapped_around(
     touched: set[str],
     max_links: int,
     tau_days: float,
+    ends: CapEnds | None = None,
 ) -> Recapped:
     """links.capped_links(scored, max_links, memories) and the memories around which it was
     redone, given the cap of the previous scored links: rows near what changed (see the
     module docstring) recomputed, the rest kept, so no row without an end in the set differs.
 
     `touched`: memories added, edited or deleted since previous_*; `keys`/`previous_keys`:
-    copy_keys of the current and previous memories. In no particular order."""
+    copy_keys of the current and previous memories; `ends`: the frames' ends, where the caller
+    keeps them. In no particular order."""
+    ends = CapEnds.of(previous_capped, previous_scored, scored) if ends is None else ends
     groups_before, groups_after = grouped(previous_keys), grouped(keys)
     if scored.filter(pl.col("origin") == "manual").height or previous_scored.filter(pl.col("origin") == "manual").height:
         # manual links sit inside copy groups beside the chain; the live path merges them after the cap
         full = links.capped_links(scored, max_links, memories, tau_days=tau_days).cast(RELATIONSHIP_SCHEMA).sort("source_id", "target_id", "relationship_type")
-        return Recapped(full, set(memories.get_column("id").to_list()) | _ends(previous_capped), previous_capped, full)
+        return Recapped(full, set(memories.get_column("id").to_list()) | _ends(previous_capped), previous_capped, full, LinkEnds.of(full, ends.scored.codes))
     seeds = touched | moved(previous_keys, keys)
     # A: both ends of every row of a fold key with a row at a seed, before and after
     ends_before, ends_after = previous_scored.select(ENDS), scored.select(ENDS)
-    changed = seeds | _ends(rows_of_keys(ends_before, groups_before, seeds)) | _ends(rows_of_keys(ends_after, groups_after, seeds))
+    changed = seeds | _ends(rows_of_keys(ends_before, groups_before, seeds, ends.previous_scored)) | _ends(rows_of_keys(ends_after, groups_after, seeds, ends.scored))
     # the ranked lists of A and of A's neighbours decide A's rows: every row of their keys
-    deciding = changed | _ends(_touching(ends_after, changed))
-    subset = rows_of_keys(scored, groups_after, deciding)
+    deciding = changed | _ends(ends_after.filter(pl.Series(ends.scored.touching(changed))))
+    subset = rows_of_keys(scored, groups_after, deciding, ends.scored)
     folded = copies.collapsed_copy_links(subset, groups_after.select("id", "copy_key"))
     fresh = _touching(links.capped_links(folded, max_links, None).cast(RELATIONSHIP_SCHEMA), changed)
     # copy groups with a seed, before or after, chain again in full
@@ -178,17 +206,19 @@ def recapped_around(
     # with A; a row with no end in A or in a re-chained group stays either way, so only the
     # others are keyed (keying every capped row cost ~0.1 s a micro-batch at 100k)
     previous_capped = previous_capped.cast(RELATIONSHIP_SCHEMA)
-    ends = changed | chained_before
-    near = previous_capped.select(pl.col("source_id").is_in(_series(ends).implode()) | pl.col("target_id").is_in(_series(ends).implode())).to_series()
+    redone = changed | chained_before
+    near = pl.Series(ends.previous_capped.touching(redone))
     previous = _keyed(previous_capped.filter(near), groups_before)
     inside = (pl.col("_lo") == pl.col("_hi")) & pl.col("source_id").is_in(groups_before.get_column("id").implode())
     at_changed = pl.col("source_id").is_in(_series(changed).implode()) | pl.col("target_id").is_in(_series(changed).implode())
     in_chained = pl.col("source_id").is_in(_series(chained_before).implode())
     kept = previous.filter(pl.when(inside).then(~in_chained).otherwise(~at_changed)).drop("_lo", "_hi")
     # a member of a re-chained group after that was none before changed its fold key: a seed,
-    # so `ends` is every memory redone around, and the rows kept (with an end in it), fresh
+    # so `redone` is every memory redone around, and the rows kept (with an end in it), fresh
     # (at `changed`) and chained are all that have an end in it after
-    around = ends | set(chained_after.get_column("id").to_list())
+    around = redone | set(chained_after.get_column("id").to_list())
     recomputed = pl.concat([kept, fresh, chain])
     # not sorted: readers order their own queries, and sorting every capped row cost ~0.19 s a micro-batch at 100k
-    return Recapped(pl.concat([previous_capped.filter(~near), recomputed]), around, previous_capped.filter(near), recomputed)
+    far = ~near.to_numpy()
+    capped = pl.concat([previous_capped.filter(pl.Series(far)), recomputed])
+    return Recapped(capped, around, previous_capped.filter(near), recomputed, ends.previous_capped.where(far).then(recomputed))
