@@ -23,6 +23,7 @@ from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
 from crosstier.transforms.link import incremental, links, live, live_cap
+from crosstier.transforms.link.link_ends import rows_apart
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -247,17 +248,15 @@ def stepped(
         # memory go; the next batch run links what came in.
         deleted = set(index.fingerprints.get_column("id").to_list()) - set(fingerprints.get_column("id").to_list())
         ends = live.index_ends(index)
-        # incremental.kept_links of each: the links with neither end deleted
-        keep_scored, keep_capped = ~ends.scored.touching(deleted), ~ends.capped.touching(deleted)
-        kept, capped = index.scored.filter(pl.Series(keep_scored)), index.capped.filter(pl.Series(keep_capped))
+        kept, kept_ends = rows_apart(index.scored, ends.scored, deleted)
+        capped, capped_ends = rows_apart(index.capped, ends.capped, deleted)
         new_index = live.LinkIndex(memories, vectors, texts, index.fingerprints.join(fingerprints.select("id"), on="id", how="semi"), kept, capped,
-                                   ends=live.IndexEnds(ends.scored.where(keep_scored), ends.capped.where(keep_capped)))
+                                   ends=live.IndexEnds(kept_ends, capped_ends))
         affected, pairs = deleted, 0
     manual = manual_frame(manual_log_path, memories, state.base_run)
     linked = affected | live.changed_manual_ids(state.manual, manual)
     row_hashes, upserted, gone = row_hashes_after(state.row_hashes, published, redone)
-    capped_ends = None if new_index.ends is None else new_index.ends.capped
-    rows = live.published_rows(new_index.capped, manual, linked, state.base_run, capped_ends) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
+    rows = live.published_rows(new_index.capped, manual, linked, state.base_run, live.index_ends(new_index).capped) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(published, upserted, gone | deleted, linked, rows)
     new_state = replace(
         state, index=new_index, manual=manual, row_hashes=row_hashes,

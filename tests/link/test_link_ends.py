@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from crosstier.transforms.link import link_ends
-from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_touching
+from crosstier.transforms.link import incremental, link_ends
+from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_apart, rows_touching
 
 
 def links_frame(rng: np.random.Generator, n: int, ids: list[str]) -> pl.DataFrame:
@@ -36,10 +36,12 @@ def test_rows_touching_equal_is_in_through_filters_and_appends(monkeypatch, vect
         asked = set(rng.choice(ids, 5).tolist()) | {"never-seen"}
         assert rows_touching(frame, ends, asked).equals(by_is_in(frame, asked))
         # a micro-batch: drop the rows at some memories, append rows that name new ones too
-        keep = ~ends.touching(set(rng.choice(ids, 3).tolist()))
+        dropped = set(rng.choice(ids, 3).tolist())
+        kept, kept_ends = rows_apart(frame, ends, dropped)
+        assert kept.equals(incremental.kept_links(frame, dropped))
         fresh = links_frame(rng, 30, ids[: 40 + 4 * step])
-        frame = pl.concat([frame.filter(pl.Series(keep)), fresh])
-        ends = ends.where(keep).then(fresh)
+        frame = pl.concat([kept, fresh])
+        ends = kept_ends.then(fresh)
     assert len(codes) <= len(ids)
     # the codes held through all of it are those a fresh coding gives, up to naming
     again = LinkEnds.of(frame, IdCodes())

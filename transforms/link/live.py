@@ -25,7 +25,7 @@ import polars as pl
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import cap_reach, incremental, links, live_cap
 from crosstier.transforms.link.candidates import partner_pairs
-from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_touching
+from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_apart, rows_touching
 from crosstier.transforms.link.manual import merged_relationships
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import with_rows_inserted
@@ -242,16 +242,14 @@ def relinked(
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=live_cap.grouped(keys))
     focus = cap_reach.refocused(changed, deleted, rows_touching(index.scored, ends.scored, touched), reach)
     rescored = focus | deleted
-    # incremental.kept_links: the stored links with neither end rescored
-    keep = ~ends.scored.touching(rescored)
-    kept = index.scored.filter(pl.Series(keep))
+    kept, kept_ends = rows_apart(index.scored, ends.scored, rescored)
     fresh, pairs = focused_links(features, links.unit_rows(vectors) if units is None else units, scoring, focus)
     fresh = fresh.cast(RELATIONSHIP_SCHEMA)
     # kept has no end in focus or deleted and fresh has one in every row: the two never overlap.
     # Not sorted: nothing reads the scored links in order, and sorting millions of rows per
     # micro-batch cost ~0.13 s at 100k.
     scored = pl.concat([kept, fresh])
-    scored_ends = ends.scored.where(keep).then(fresh)
+    scored_ends = kept_ends.then(fresh)
     # every scored link that may differ has an end in `rescored`: the cap is redone around them
     recap = recapped(index, scored, memories, keys, rescored, scoring, live_cap.CapEnds(ends.capped, ends.scored, scored_ends))
     # rows without an end in `around` are the same rows: compare only the others

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from crosstier.transforms.link import copies, links
-from crosstier.transforms.link.link_ends import IdCodes, LinkEnds
+from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_touching
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import kept_per_frame, with_rows_inserted
 
@@ -190,7 +190,7 @@ def recapped_around(
     ends_before, ends_after = previous_scored.select(ENDS), scored.select(ENDS)
     changed = seeds | _ends(rows_of_keys(ends_before, groups_before, seeds, ends.previous_scored)) | _ends(rows_of_keys(ends_after, groups_after, seeds, ends.scored))
     # the ranked lists of A and of A's neighbours decide A's rows: every row of their keys
-    deciding = changed | _ends(ends_after.filter(pl.Series(ends.scored.touching(changed))))
+    deciding = changed | _ends(rows_touching(ends_after, ends.scored, changed))
     subset = rows_of_keys(scored, groups_after, deciding, ends.scored)
     folded = copies.collapsed_copy_links(subset, groups_after.select("id", "copy_key"))
     fresh = _touching(links.capped_links(folded, max_links, None).cast(RELATIONSHIP_SCHEMA), changed)
