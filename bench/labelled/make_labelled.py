@@ -526,7 +526,11 @@ def chat_rows() -> list[dict]:
 
 
 def statement_rows() -> list[dict]:
-    return [{"split": split, "id": f"st{i:03d}", "kind": kind, "a": a, "b": b, "label": label}
+    # An agent pair is a contradiction only as two accounts of one event, which text alone cannot
+    # say ("A boy / A girl is standing next to the fountain" may both be true): its two sides are
+    # dated to the same moment (`same_moment`), as two accounts of one scene would be.
+    return [{"split": split, "id": f"st{i:03d}", "kind": kind, "a": a, "b": b, "label": label,
+             **({"same_moment": True} if kind == "agent" else {})}
             for i, (split, kind, a, b, label) in enumerate(STATEMENTS)]
 
 

@@ -177,9 +177,19 @@ def value_terms(content: str) -> list[str]:
     return sorted(out)
 
 
+# Words that name a person, read as one word when a negation is matched: "there is no person
+# boiling noodles" denies "a woman is boiling noodles", "nobody" answers "a player" (which person it
+# is belongs to the agent rule, exclusive_marks, not to negation).
+_PERSON_WORDS = frozenset(("man", "men", "woman", "women", "boy", "boys", "girl", "girls", "child", "children",
+                           "kid", "kids", "person", "persons", "people", "player", "players", "guy", "guys",
+                           "lady", "ladies", "someone", "somebody"))
+
+
 def _content_words(text: str) -> list[str]:
-    """Stemmed content words (three letters or more, not stop words) in text order."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+    """Stemmed content words (three letters or more, not stop words) in text order; a word naming a
+    person is "person" (_PERSON_WORDS)."""
+    return ["person" if w in _PERSON_WORDS else stem(w)
+            for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
 
 
 def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
