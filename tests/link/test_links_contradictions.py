@@ -176,6 +176,10 @@ def test_since_a_pr_does_not_make_a_causal_link():
         ("The children are playing indoors", "The children are playing outdoors", "Contradiction: opposite indoor"),
         ("The glass on the table is full", "The glass on the table is empty", "Contradiction: opposite full"),
         ("A woman is slicing an onion", "Nobody is slicing an onion", "Contradiction: negation (nobody)"),
+        # opposite actions and places (SICK's contradictions without a negation)
+        ("A man is filling a plastic container", "A man is emptying a plastic container", "Contradiction: opposite fill"),
+        ("A boy is running towards the fishing line", "A boy is running away from the fishing line",
+         "Contradiction: opposite toward"),
         # a word naming a person is one word when a negation is matched (SICK: contradiction)
         ("There is no man in a black jacket doing tricks on a motorbike",
          "A person in a black jacket is doing tricks on a motorbike", "Contradiction: negation (no)"),
@@ -214,6 +218,8 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("A man and a woman are dancing", "A woman is dancing"),  # one side names both: meets either
         ("The user's son plays football on Saturdays", "The user's daughter plays football on Saturdays"),
         ("A man is walking outside", "A man is walking outdoors on the street"),
+        # a double negative: "did not renew" says what "forgot to renew" says
+        ("The user did not renew the passport", "The user forgot to renew the passport"),
     ],
 )
 def test_shared_subject_look_alikes_are_not_contradictions(a, b):
