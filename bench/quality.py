@@ -140,13 +140,15 @@ def default_figures(memories, vectors, sources, dated, labels, links) -> dict[st
     }
 
 
-def retrieval_figures(memories, vectors, questions, sources, links, encode, top_k=5, expand=3) -> dict[str, float]:
+def retrieval_figures(memories, vectors, questions, sources, links, encode, top_k=5, expand=3, namespace_of=None) -> dict[str, float]:
     """Does retrieval find the evidence (the fact's source turn) for a question the fact answers?
 
     Plain: the top_k memories of the user's namespace by cosine to the question. Expanded: as
     retrieve_with_expansion, plain plus each hit's `expand` strongest links (score, then id) to
     memories not yet returned. Plain at the same count: as many memories by cosine as the
-    expanded answer returned, so expansion is not credited for returning more."""
+    expanded answer returned, so expansion is not credited for returning more. A question's
+    evidence is one id or a set of them (found when any is returned); its namespace is its
+    fact's, or `namespace_of[key]`."""
     ids = memories["id"].to_list()
     namespaces = memories["namespace"].to_numpy()
     ends = pl.concat([
@@ -159,7 +161,7 @@ def retrieval_figures(memories, vectors, questions, sources, links, encode, top_
     found = {"plain": 0, "expanded": 0, "plain_same_count": 0}
     returned = 0
     for fact, q in zip(facts, asked):
-        namespace = namespaces[ids.index(fact)]
+        namespace = namespace_of[fact] if namespace_of else namespaces[ids.index(fact)]
         score = np.where(namespaces == namespace, vectors @ q, -np.inf)
         order = sorted(range(len(ids)), key=lambda r: (-score[r], ids[r]))
         order = [r for r in order if np.isfinite(score[r])]
@@ -169,10 +171,10 @@ def retrieval_figures(memories, vectors, questions, sources, links, encode, top_
             extra = [o for o in linked.get(hit, []) if o not in seen][:expand]
             seen.extend(extra)
         same_count = [ids[r] for r in order[:len(seen)]]
-        source = sources[fact]
-        found["plain"] += source in primary
-        found["expanded"] += source in seen
-        found["plain_same_count"] += source in same_count
+        evidence = sources[fact] if isinstance(sources[fact], (set, frozenset)) else {sources[fact]}
+        found["plain"] += bool(evidence & set(primary))
+        found["expanded"] += bool(evidence & set(seen))
+        found["plain_same_count"] += bool(evidence & set(same_count))
         returned += len(seen)
     n = max(1, len(facts))
     return {
@@ -285,6 +287,18 @@ def locomo_rows(path: Path, dated: bool) -> list[dict]:
     return rows
 
 
+def locomo_questions(path: Path, ids: set[str]) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+    """LoCoMo's questions whose evidence turns are all among `ids`: question, evidence ids, namespace."""
+    questions, evidence, namespace_of = {}, {}, {}
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        for k, qa in enumerate(sample.get("qa", [])):
+            turns = {f"{sample['sample_id']}:{e}" for e in qa.get("evidence") or []}
+            if turns and turns <= ids:
+                key = f"{sample['sample_id']}:q{k}"
+                questions[key], evidence[key], namespace_of[key] = qa["question"], turns, sample["sample_id"]
+    return questions, evidence, namespace_of
+
+
 def locomo_figures(path: Path, encode) -> dict[str, float]:
     """At the defaults, facts dated and not: facts linked to their evidence turn, links per memory,
     orphans; at threshold 0, recall@1/@10 and MRR of the evidence turn."""
@@ -293,14 +307,19 @@ def locomo_figures(path: Path, encode) -> dict[str, float]:
     figures = {}
     for dated in (True, False):
         memories, sources, dated_ids = chat_memories(locomo_rows(path, dated))
-        vectors = embed_text.context_vectors(memories, encode(memories.select(embed_text.encoded_text())["text"].to_list()))
+        vectors = embed_text.context_vectors(memories, encode(memories["content"].to_list()))
         labels = fact_turn_labels(memories, sources)
-        found = default_figures(memories, vectors, sources, dated_ids, labels, default_links(memories, vectors))
+        links = default_links(memories, vectors)
+        found = default_figures(memories, vectors, sources, dated_ids, labels, links)
         found.update(ranking_figures(memories, vectors, sources)[0])
         prefix = "locomo_dated_" if dated else "locomo_undated_"
         figures[prefix + "memories"] = memories.height
         for key in ("facts_linked_to_source", "links_per_memory", "orphan_share", "derives_from_to_source", "recall_at_1", "recall_at_10", "mrr"):
             figures[prefix + key] = found[key]
+        questions, evidence, namespace_of = locomo_questions(path, set(memories["id"]))
+        for top_k in (1, 3, 5):
+            asked = retrieval_figures(memories, vectors, questions, evidence, links, encode, top_k=top_k, namespace_of=namespace_of)
+            figures.update({prefix + key: value for key, value in asked.items()})
     return figures
 
 

@@ -23,7 +23,7 @@ from crosstier.core.config import EmbeddingConfig, ScoringConfig, Settings, Stor
 from crosstier.flows.run_record import RunRecord
 from crosstier.transforms import partitions
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import context_vectors, embedding_texts, encoded_text
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
 from crosstier.transforms.link import cap_reach, copies, incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
@@ -146,7 +146,7 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     the rest from the cache or the model, mapped over shards), then a session turn's context
     mixed in from its neighbours' vectors."""
     texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-    contents = memories.select("id", encoded_text()).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
+    contents = memories.select("id", pl.col("content").alias("text")).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
     provided = embed.provided_embeddings(memories, embed.model_dim(config.model))
     need = contents.join(provided.select("id"), on="id", how="anti")
     unique = need.unique("text_hash", keep="first").sort("text_hash")

@@ -23,7 +23,7 @@ from crosstier.core.catalog import Catalog
 from crosstier.core.config import Settings
 from crosstier.core.writer_lock import writer_lock
 from crosstier.transforms.partitions import removed_work
-from crosstier.transforms.embed.text import CONTEXT_WEIGHT, ENCODED_TEXT, SESSION_ORDER
+from crosstier.transforms.embed.text import CONTEXT_WEIGHT, SESSION_ORDER
 from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
 from crosstier.transforms.publish import snapshot as publish
@@ -42,9 +42,9 @@ def calibration_label(settings: Settings) -> str:
 
 def settings_fingerprint(settings: Settings) -> str:
     """What every link depends on besides the memories: scoring, its calibration's maps, how
-    turns take context, what of a memory is encoded, and the embedding model. A change to any makes the next run full."""
+    turns take context, and the embedding model. A change to any makes the next run full."""
     relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision,
-                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT, SESSION_ORDER), "encoded": ENCODED_TEXT}
+                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT, SESSION_ORDER)}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

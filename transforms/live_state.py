@@ -21,7 +21,7 @@ import polars as pl
 from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
-from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, encoded_text, touched_rows
+from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
 from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.link_ends import rows_apart
 from crosstier.transforms.link.manual import manual_relationships
@@ -179,7 +179,7 @@ def content_vectors_of(
     need_ids = memories.select("id").with_row_index("_at").filter(pl.Series(missing))
     need = memories.filter(pl.Series(missing))
     provided = provided_vectors(stores, need.get_column("id"), dim)
-    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(need.select("id", encoded_text()), on="id")
+    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(need.select("id", pl.col("content").alias("text")), on="id")
     if provided.height:
         placed = need_ids.join(provided, on="id", maintain_order="left")
         out[placed.get_column("_at").to_numpy()] = placed.get_column("embedding").list.to_array(dim).to_numpy()

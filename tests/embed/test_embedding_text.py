@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from links_helpers import at, memories
-from crosstier.transforms.embed.text import context_vectors, embedding_texts, encoded_text
-from crosstier.transforms.link.terms import without_speaker
+from crosstier.transforms.embed.text import context_vectors, embedding_texts
 
 FRAME = memories(
     {"id": "t2", "tier": "episodic", "content": "yes, the staging one", "session_id": "s", "timestamp": at(1)},
@@ -198,26 +197,6 @@ def test_buffer_rows_reuses_a_matrix_buffer_only_where_it_may():
     assert buffer_of(transposed) is transposed
     assert buffer_rows(transposed[:20], 10, 4).ctypes.data != transposed.ctypes.data
 
-
-SPEAKER_CASES = [
-    ("Caroline: I went to a LGBTQ support group yesterday", "I went to a LGBTQ support group yesterday"),
-    ("Mary Ann:\tdid you book the flights?", "did you book the flights?"),
-    ("Melanie: Wow, Caroline! Have fun", "Melanie: Wow, Caroline! Have fun"),  # no speech: may be a label of content
-    ("Alert: search_staging free storage below 20%", "Alert: search_staging free storage below 20%"),
-    ("Upgrade Terraform: bump required_version", "Upgrade Terraform: bump required_version"),
-    ("python: we pin 3.11", "python: we pin 3.11"),  # not a capitalised name
-    ("Re: Caroline: I agree", "Caroline: I agree"),  # one label at most
-    ("Caroline: ", "Caroline: "),  # nothing would be left
-    ("Bob: that is ME.\nok", "that is ME.\nok"),
-]
-
-
-@pytest.mark.parametrize(("content", "encoded"), SPEAKER_CASES)
-def test_a_speaker_label_before_speech_is_not_encoded(content, encoded):
-    """encoded_text (polars, what the model encodes) and terms.without_speaker (python, what terms read) agree."""
-    frame = memories({"id": "m", "tier": "episodic", "content": content})
-    assert frame.select(encoded_text()).item() == encoded
-    assert without_speaker(content) == encoded
 
 
 def test_turns_sharing_a_timestamp_follow_their_numbered_ids():

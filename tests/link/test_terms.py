@@ -92,11 +92,3 @@ def test_terms_of_a_memory_do_not_depend_on_the_rest_of_the_corpus():
     alone = with_terms(_frame(["Deploy pgvector on Friday"]))["terms"].to_list()[0]
     crowd = with_terms(_frame(["Deploy pgvector on Friday"] + ["deploy things"] * 50))["terms"].to_list()[0]
     assert alone == crowd
-
-
-def test_a_speaker_label_is_no_term_but_a_label_of_content_is():
-    """Every line of one speaker carries the label: as a term it would make any two of them share a rare name."""
-    assert "carolin" not in memory_terms("Caroline: I went to a support group yesterday")
-    assert "carolin" in memory_terms("Caroline went to a support group yesterday")
-    assert "carolin" in memory_terms("Melanie: you should ask Caroline about the support group")
-    assert {"alert", "terraform"} <= set(memory_terms("Alert: Terraform state lock held for 2 hours"))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from crosstier.transforms.link.terms import SPEAKER_LABEL, SPEECH
 
 CONTEXT_BEFORE = 1
 CONTEXT_AFTER = 1
@@ -30,29 +29,15 @@ CONTEXT_AFTER = 1
 # 0.2 and 0.3 best for ranking, 0.5 and above dilute the turn).
 CONTEXT_WEIGHT = 0.2
 
-
-# What is encoded of a memory: its content without a leading speaker label ("Caroline: I went to a
-# support group"), which says who speaks, not what is said; encoded, it drew every line of one
-# speaker towards every other (a public chat set: 23 links per memory with labels, 13 without).
-ENCODED_TEXT = "content without speaker label"
-
-
-def encoded_text() -> pl.Expr:
-    """The text each memory's content vector encodes (ENCODED_TEXT), as `text`: terms.without_speaker in polars."""
-    spoken = pl.col("content").str.replace(SPEAKER_LABEL, "")
-    speech = pl.col("content").str.contains(SPEAKER_LABEL) & spoken.str.contains(SPEECH) & (spoken.str.strip_chars() != "")
-    return pl.when(speech).then(spoken).otherwise(pl.col("content")).alias("text")
-
-
+# Turns of a session in order: a chat log dated once per session gives every turn one time,
+# and its numbered ids ("D1:2", "D1:10") are then the order.
 SESSION_ORDER = "timestamp, then id with its numbers compared as numbers"
+_DIGITS = re.compile(r"\d+")
 
 
 def natural_key(memory_id: str) -> str:
     """The id with each run of digits zero-padded, so "D1:2" sorts before "D1:10"."""
     return _DIGITS.sub(lambda run: run.group(0).zfill(20), memory_id)
-
-
-_DIGITS = re.compile(r"\d+")
 
 
 def _session_order(memories: pl.DataFrame) -> pl.DataFrame:

@@ -19,7 +19,6 @@ import polars as pl
 from crosstier.transforms.embed.cache import cache_info, clear_cache, compact, read_cached, remove_stale_temp, write_shard
 from crosstier.transforms.embed.encoders import Encoder, Progress, load_encoder
 from crosstier.transforms.embed.model import EmbeddingError, model_info, resolve_model
-from crosstier.transforms.embed.text import encoded_text
 
 __all__ = [
     "EmbedStats",
@@ -180,7 +179,7 @@ def provided_embeddings(memories: pl.DataFrame, dim: int) -> pl.DataFrame:
 
 def memory_embeddings(memories: pl.DataFrame, encoder: Encoder, cache_dir: Path, *, batch_size: int | None = None, log: logging.Logger | None = None) -> tuple[pl.DataFrame, EmbedStats]:
     """(id, text_hash, embedding) for every memory, in order: its provided vector, else its content's."""
-    keyed = memories.select("id", encoded_text()).with_row_index("_row")
+    keyed = memories.select("id", pl.col("content").alias("text")).with_row_index("_row")
     keyed = keyed.with_columns(pl.col("text").map_elements(text_hash, return_dtype=pl.String).alias("text_hash"))
     provided = provided_embeddings(memories, encoder.dim)
     rest = keyed.join(provided.select("id"), on="id", how="anti", maintain_order="left")

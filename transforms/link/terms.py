@@ -142,29 +142,9 @@ def entity_terms(text: str) -> tuple[set[str], str]:
     return {term for term in out if term and term not in STOP_WORDS}, rest
 
 
-# A chat line's speaker label ("Caroline: I went to a support group yesterday"): who speaks, like
-# the role words, not what is said. Every line of a speaker carries it, so as a term it made each
-# two lines of one speaker "share a rare name" (a public chat set: 31 links per memory with labels,
-# 13 without). A label is a speaker's only before speech (first or second person): "Alert: disk
-# below 20%" and "Upgrade Terraform: bump required_version" keep their label.
-SPEAKER_LABEL = r"^[A-Z][a-z]+(?: [A-Z][a-z]+)?:[ \t]"
-SPEECH = r"(?i)\b(?:i|i'm|i've|i'll|i'd|me|my|mine|you|your|you're|you've|we|we're|we've|our|us)\b"
-_SPEAKER_LABEL = re.compile(SPEAKER_LABEL)
-_SPEECH = re.compile(SPEECH)
-
-
-def without_speaker(content: str) -> str:
-    """The content without a leading speaker label (SPEAKER_LABEL before SPEECH); unchanged otherwise."""
-    label = _SPEAKER_LABEL.match(content)
-    if label is None or not _SPEECH.search(content, label.end()) or not content[label.end():].strip():
-        return content
-    return content[label.end():]
-
-
 def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
-    """Sorted unique terms of one memory: extracted entities, key terms and provided entities; a
-    leading speaker label is not a term (SPEAKER_LABEL)."""
-    terms, rest = entity_terms(without_speaker(content))
+    """Sorted unique terms of one memory: extracted entities, key terms and provided entities."""
+    terms, rest = entity_terms(content)
     terms |= key_terms(rest)
     for entity in entities or ():
         entity = " ".join(entity.split()).lower()
