@@ -90,13 +90,17 @@ evidence as (
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
         -- word of it, outside any negation; two sides whose negations share a word negate the same thing;
         -- a negation the other side answers with a negative state word outside the phrase is a double
-        -- negative ("nobody is in the room" / "the room is empty"), not a conflict
+        -- negative ("nobody is in the room" / "the room is empty"), not a conflict; and the other side must
+        -- state every word the negation covers: denying a more specific claim ("no man riding an
+        -- electric bicycle") does not deny the less specific one ("a man riding a bicycle")
         not list_has_any(a_scope, b_scope) as negations_apart,
         negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
             and len(list_filter(b_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
+            and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 0
             as a_negates_b,
         negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
             and len(list_filter(a_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
+            and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 0
             as b_negates_a,
         case
             -- an episode that cites the fact gives evidence for it (supports); without two dates every

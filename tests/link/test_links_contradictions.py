@@ -218,6 +218,9 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("A man and a woman are dancing", "A woman is dancing"),  # one side names both: meets either
         ("The user's son plays football on Saturdays", "The user's daughter plays football on Saturdays"),
         ("A man is walking outside", "A man is walking outdoors on the street"),
+        # denying a more specific claim does not deny the less specific one
+        ("There is no man riding an electric bicycle", "A man is riding a bicycle"),
+        ("We do not deploy on Fridays during the freeze", "We deploy on Fridays"),
         # a double negative: "did not renew" says what "forgot to renew" says
         ("The user did not renew the passport", "The user forgot to renew the passport"),
     ],

@@ -34,6 +34,9 @@ _NEGATION = re.compile(
 _NEGATION_FILLER = frozenset(("anymore", "necessarily", "currently", "actually", "usually", "entirely", "fully",
                               "exactly", "totally", "completely", "longer"))
 _NEGATED_PHRASE_WORDS = 2  # a negation negates the next two content words of its clause (predicate + object)
+# Words of a negation's scope that are not part of the claim it denies: the cue itself ("lacks",
+# "neither") and the fillers. The other side need not state them (sql/classified_links.sql).
+NEGATION_IGNORED = sorted({stem(w) for w in _NEGATION_FILLER} | {"lack", "neither"})
 
 # Word groups with opposite polarity: the first word is the positive one.
 _ANTONYMS = (

@@ -21,7 +21,7 @@ from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms
 from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
-from crosstier.transforms.link.features import link_features
+from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
@@ -73,6 +73,7 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "min_score": scoring.min_correlation_score,
         "contradiction_min_semantic": scoring.contradiction_min_semantic,
         "contradiction_min_overlap": scoring.contradiction_min_overlap,
+        "negation_ignored": NEGATION_IGNORED,
         "sequence_max_hours": scoring.sequence_max_hours,
         "max_links": scoring.max_links_per_memory,
         "min_model_script_share": scoring.min_model_script_share,
