@@ -236,6 +236,9 @@ def test_shared_subject_look_alikes_are_not_contradictions(a, b):
         ("I want ruff format to replace black in billing-api", "billing-api uses ruff format now, no more black"),
         ("float round() is banned in billing-api", "Invoice tax in billing-api is rounded with Decimal, never float round()"),
         ("Jonas rejects hand-rolled form state", "Jonas asked for react-hook-form instead of hand-rolled form state"),
+        # "float" is a type here, not a word with an opposite (the bundled sample's MEMORY.md and facts)
+        ("Invoice tax lines are rounded one by one with Decimal and ROUND_HALF_UP; float round() is banned in billing-api",
+         "Decisions: Invoice tax is rounded per line with ROUND_HALF_UP on Decimal, never float `round()`."),
     ],
 )
 def test_both_sides_negating_one_thing_in_other_words_is_no_contradiction(a, b):

@@ -51,19 +51,19 @@ _ANTONYMS = (
     ("alive", "dead"), ("happy", "sad"), ("cheap", "expensive"), ("fast", "slow"), ("loud", "quiet"),
     ("online", "offline"), ("healthy", "sick"), ("visible", "hidden"), ("pass", "fail"), ("valid", "invalid"),
     # opposite actions and places of one subject (SICK's contradictions without a negation: filling /
-    # emptying a container, running towards / away from the line, listening / ignoring)
+    # emptying a container, running towards / away from the line, listening / ignoring). Not words
+    # with a technical sense that has no opposite there: float (a type: "never float round()" and
+    # "float round() is banned" agree), dark (mode), clean/dirty (a work tree), exit (code), load, cover.
     ("fill", "empty"), ("toward", "away"), ("top", "bottom"), ("listen", "ignore"), ("remember", "forget"),
-    ("remember", "forgot"), ("float", "sink"), ("laugh", "cry"), ("bright", "dark"), ("clean", "dirty"),
-    ("connect", "disconnect"), ("attach", "detach"), ("load", "unload"), ("pack", "unpack"), ("dress", "undress"),
-    ("cover", "uncover"), ("plug", "unplug"), ("mount", "unmount"), ("enter", "exit"),
+    ("remember", "forgot"), ("laugh", "cry"), ("connect", "disconnect"), ("attach", "detach"), ("dress", "undress"),
 )
 # The negative words that state an absence or a refusal ("empty", "disabled", "rejected"): "not X"
 # says the same as one of them, unlike the other opposites (outside, standing, late), which are
 # states of their own.
 _PRIVATIVE = ("disable", "deny", "block", "forbid", "dislike", "hate", "avoid", "reject", "remove", "exclude",
               "stop", "disagree", "fail", "false", "close", "never", "drop", "uninstall", "unlock", "empty",
-              "absent", "dead", "hidden", "invalid", "offline", "lose", "ignore", "forget", "forgot", "dirty", "dark",
-              "disconnect", "detach", "unload", "unpack", "undress", "uncover", "unplug", "unmount")
+              "absent", "dead", "hidden", "invalid", "offline", "lose", "ignore", "forget", "forgot", "disconnect",
+              "detach", "undress")
 # stem -> [(group, sign)]
 POLARITY: dict[str, list[tuple[str, str]]] = {}
 for _pos, _neg in _ANTONYMS:
