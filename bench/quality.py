@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import replace
@@ -256,6 +257,12 @@ def sick_figures(rows: list[dict], encode) -> dict[str, float]:
     }
 
 
+def dia_ids(evidence) -> list[str]:
+    """LoCoMo's evidence as a list of turn ids: one id, a list of them, or several in one string ("D8:6; D9:17")."""
+    items = [evidence] if isinstance(evidence, str) else list(evidence or [])
+    return [part for item in items for part in re.split(r"[;,\s]+", item) if part]
+
+
 def locomo_rows(path: Path, dated: bool) -> list[dict]:
     """LoCoMo (locomo10.json: long multi-session chats, public, not bundled) as chat rows: each turn
     an episode "Speaker: text" dated with its session (one time per session, so the numbered ids
@@ -277,8 +284,8 @@ def locomo_rows(path: Path, dated: bool) -> list[dict]:
         for key, speakers in sample.get("observation", {}).items():
             number = key.split("_")[1]
             for facts in speakers.values():
-                for k, (fact, evidence) in enumerate(facts):
-                    evidence = [evidence] if isinstance(evidence, str) else evidence
+                for fact, evidence in facts:
+                    evidence = dia_ids(evidence)
                     if len(evidence) != 1 or number not in times:
                         continue
                     rows.append({"id": f"{namespace}:O{number}.{len(rows)}-fact", "tier": "semantic", "content": fact, "session_id": None,
@@ -292,7 +299,7 @@ def locomo_questions(path: Path, ids: set[str]) -> tuple[dict[str, str], dict[st
     questions, evidence, namespace_of = {}, {}, {}
     for sample in json.loads(path.read_text(encoding="utf-8")):
         for k, qa in enumerate(sample.get("qa", [])):
-            turns = {f"{sample['sample_id']}:{e}" for e in qa.get("evidence") or []}
+            turns = {f"{sample['sample_id']}:{e}" for e in dia_ids(qa.get("evidence"))}
             if turns and turns <= ids:
                 key = f"{sample['sample_id']}:q{k}"
                 questions[key], evidence[key], namespace_of[key] = qa["question"], turns, sample["sample_id"]

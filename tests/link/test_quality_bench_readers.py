@@ -42,7 +42,8 @@ LOCOMO = [{
         "session_1": [{"speaker": "Ana", "dia_id": f"D1:{k}", "text": f"turn {k}"} for k in range(1, 11)],
         "session_2_date_time": "10:37 am on 27 June, 2023",
     },
-    "observation": {"session_1_observation": {"Ana": [["Ana adopted a cat.", "D1:2"], ["Two turns.", ["D1:1", "D1:3"]]]}},
+    "observation": {"session_1_observation": {"Ana": [["Ana adopted a cat.", "D1:2"], ["Two turns.", ["D1:1", "D1:3"]],
+                                                      ["Two in one string.", "D1:4; D1:5"]]}},
 }]
 
 
@@ -59,3 +60,9 @@ def test_locomo_rows_date_turns_by_session_and_facts_only_when_asked(tmp_path):
     questions, evidence, namespace_of = quality.locomo_questions(path, {r["id"] for r in turns})
     assert list(questions.values()) == ["What did Ana adopt?"]
     assert list(evidence.values()) == [{"conv-1:D1:2"}] and set(namespace_of.values()) == {"conv-1"}
+
+
+def test_locomo_evidence_may_list_several_turns_in_one_string():
+    assert quality.dia_ids("D8:6; D9:17") == ["D8:6", "D9:17"]
+    assert quality.dia_ids(["D1:1", "D1:3,D1:4"]) == ["D1:1", "D1:3", "D1:4"]
+    assert quality.dia_ids(None) == []
