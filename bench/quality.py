@@ -419,9 +419,9 @@ def main() -> None:
         doc["reliability_from"] = f"bench/quality.py --split {args.split} (bench/labelled)"
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"wrote the reliability curve into {path}")
-    sick = f" --sick {args.sick} --sick-sets {args.sick_sets}" if args.sick else ""
-    sick += f" --locomo {args.locomo}" if args.locomo else ""
-    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}{sick}")
+    public = f" --sick {args.sick} --sick-sets {args.sick_sets}" if args.sick else ""
+    public += f" --locomo {args.locomo}" if args.locomo else ""
+    print(f"reproduce: .venv/bin/python bench/quality.py --split {args.split} --context {args.context}{public}")
     print("RESULT " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
 
 

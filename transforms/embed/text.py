@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-
 CONTEXT_BEFORE = 1
 CONTEXT_AFTER = 1
 # Weight of each neighbour's vector against 1 for the turn's own (bench/quality.py, tune split:
