@@ -15,6 +15,7 @@ same state and prints seconds per part and a RESULT line.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import sys
 import time
@@ -100,9 +101,10 @@ def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Setti
         print(f"scored {n} memories in {time.perf_counter() - start:.1f}s (cached in {scored_path})", flush=True)
         cache.mkdir(parents=True, exist_ok=True)
         scored.write_parquet(scored_path)
-    # as the watcher holds it after its first micro-batch (copy keys kept from then on)
-    index = live.LinkIndex(memories, context, texts, fingerprints, scored, live.capped(scored, memories, settings.scoring), live.link_features_of(memories),
-                           copy_keys=live_cap.copy_keys(memories))
+    # as the watcher holds it after its first micro-batch (copy keys and link ends made at load, kept from then on)
+    capped = live.capped(scored, memories, settings.scoring)
+    index = live.LinkIndex(memories, context, texts, fingerprints, scored, capped, live.link_features_of(memories),
+                           copy_keys=live_cap.copy_keys(memories), ends=live.IndexEnds.of(scored, capped))
     published = live_state.published_memories(memories)
     return live_state.WatchState({}, index, pl.DataFrame(schema=live.RELATIONSHIP_SCHEMA), live.memory_row_hashes(published), 0, "bench", contents)
 
@@ -127,6 +129,7 @@ def main() -> int:
     parser.add_argument("--add", type=int, default=1, help="memories appended per micro-batch")
     parser.add_argument("--repeat", type=int, default=5, help="micro-batches timed (each from the same state)")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ctc-live-step")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the timed steps here (pstats file)")
     args = parser.parse_args()
 
     settings = Settings(output_dir=args.cache, stores=())
@@ -140,6 +143,7 @@ def main() -> int:
             setattr(module, name, timed(label, getattr(module, name)))
     manual = args.cache / "no-manual-log.jsonl"
     totals, rows = [], []
+    profiler = cProfile.Profile() if args.profile else None
     for i in range(args.repeat):
         # the first n and the i-th batch of appended ones (a fresh batch each time, from the same state)
         picked = np.r_[np.arange(args.n), args.n + np.arange(i * args.add, (i + 1) * args.add)]
@@ -147,7 +151,11 @@ def main() -> int:
         memories, contents, *_ = prepared(batch, vectors[picked])
         SECONDS.clear()
         begin = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
         stats = one_step(state, memories, contents, settings, manual)
+        if profiler is not None:
+            profiler.disable()
         totals.append(time.perf_counter() - begin)
         row = dict(SECONDS)
         rows.append(row)
@@ -155,6 +163,9 @@ def main() -> int:
               + f" links={stats['links']} pairs_scored={stats['pairs_scored']}", flush=True)
     names = sorted({k for row in rows for k in row})
     median = {k: percentile([row.get(k, 0.0) for row in rows], 50) for k in names}
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        print(f"profile of the timed steps: {args.profile} (python -m pstats {args.profile})")
     load = "/".join(open("/proc/loadavg").read().split()[:3])
     print(f"reproduce: .venv/bin/python bench/live_step.py --n {args.n} --add {args.add} --repeat {args.repeat}")
     print(

@@ -295,6 +295,40 @@ def test_many_shards_are_compacted(onnx_encoder, tmp_path: Path, monkeypatch: py
     assert (stats.hits, stats.misses) == (3, 0)
 
 
+@pytest.mark.parametrize(
+    "sizes, merged",
+    [
+        ([100, 1, 1, 1], [1, 2, 3]),  # the big shard stays, the small ones merge
+        ([100, 60, 30, 1, 1, 1], [3, 4, 5]),  # a ladder of shards each larger than all smaller ones together stays
+        ([1, 1, 100, 1], [0, 1, 3]),  # by size, not by age
+        ([5] * 17, list(range(17))),  # equal shards: all merge
+        ([2**i for i in range(17)], list(range(9))),  # a ladder too long: the smallest merge
+    ],
+)
+def test_compaction_merges_the_small_shards(sizes: list[int], merged: list[int]):
+    assert embed_cache.shards_to_merge(sizes) == merged
+
+
+def test_compaction_leaves_the_big_shard_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(embed_cache, "MAX_SHARDS", 4)
+    rng = np.random.default_rng(0)
+
+    def vectors(tag: str, count: int) -> pl.DataFrame:
+        rows = rng.standard_normal((count, 8)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        return pl.DataFrame({"text_hash": [f"{tag}{i}" for i in range(count)]}).with_columns(pl.Series("embedding", rows))
+
+    big = embed_cache.write_shard(tmp_path, "m", vectors("base", 2000))
+    signature = (big.stat().st_size, big.stat().st_mtime_ns)
+    for tag in "abcd":
+        embed_cache.write_shard(tmp_path, "m", vectors(tag, 3))
+    assert embed_cache.compact(tmp_path, "m", 8, logging.getLogger("test")) == 4
+    folder = embed_cache.model_dir(tmp_path, "m")
+    assert len(embed_cache.shard_paths(folder)) == 2 and big.exists() and (big.stat().st_size, big.stat().st_mtime_ns) == signature
+    everything, damaged = embed_cache.read_cached(tmp_path, "m", 8, None, logging.getLogger("test"))
+    assert damaged == 0 and everything.height == 2000 + 4 * 3  # nothing lost
+
+
 @pytest.mark.parametrize("texts, match", [(pl.DataFrame({"text": ["a"]}), "missing"), (pl.DataFrame({"text_hash": ["h"], "text": [None]}, schema={"text_hash": pl.String, "text": pl.String}), "null")])
 def test_bad_input_frames_are_rejected(onnx_encoder, tmp_path: Path, texts: pl.DataFrame, match: str):
     with pytest.raises(EmbeddingError, match=match):

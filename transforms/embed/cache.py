@@ -7,9 +7,9 @@ Layout under the cache folder:
 
 Each run that embeds something adds one shard (or one per checkpoint on long runs);
 shards are written to a hidden temp file and renamed into place, so a killed run leaves
-either a whole shard or none. When a model has many shards they are compacted into one,
-again write-then-rename; duplicates between old and new shards are harmless (reads keep
-one row per hash). A shard that cannot be read or fails validation is logged, removed,
+either a whole shard or none. When a model has many shards its smaller ones are compacted
+into one (size-tiered: see shards_to_merge), again write-then-rename; duplicates between
+old and new shards are harmless (reads keep one row per hash). A shard that cannot be read or fails validation is logged, removed,
 and its texts embedded again.
 """
 
@@ -94,13 +94,15 @@ def _may_hold(path: Path, wanted: set[str]) -> bool:
     return not known[1].isdisjoint(wanted)
 
 
-def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | None, log: logging.Logger) -> tuple[pl.DataFrame, int]:
-    """Cached vectors (text_hash, embedding) for `hashes` (all when None), and how many damaged shards were dropped."""
+def read_cached(cache_dir: Path, model_id: str, dim: int, hashes: pl.Series | None, log: logging.Logger, *, paths: list[Path] | None = None) -> tuple[pl.DataFrame, int]:
+    """Cached vectors (text_hash, embedding) for `hashes` (all when None), and how many damaged
+    shards were dropped; from `paths` alone where given (a compaction's), else every shard."""
     parts: list[pl.DataFrame] = []
     corrupt = 0
     folder = model_dir(cache_dir, model_id)
-    paths = shard_paths(folder)
-    for gone in [known for known in list(_SHARD_HASHES) if known.parent == folder and known not in paths]:
+    every = shard_paths(folder)
+    paths = every if paths is None else paths
+    for gone in [known for known in list(_SHARD_HASHES) if known.parent == folder and known not in every]:
         _SHARD_HASHES.pop(gone, None)  # compacted away (list(): embed tasks may run in threads)
     wanted = set(hashes.to_list()) if hashes is not None and hashes.len() <= _SMALL_LOOKUP else None
     for path in paths:
@@ -145,8 +147,32 @@ def write_shard(cache_dir: Path, model_id: str, vectors: pl.DataFrame) -> Path:
     return path
 
 
+def shards_to_merge(sizes: list[int]) -> list[int]:
+    """Which shards a compaction merges (indices into sizes, in bytes): all but the large ones.
+
+    Size-tiered: a shard larger than every smaller shard together is kept, so the one big shard
+    a batch run leaves (150 MB at 100k texts) is not read and rewritten every MAX_SHARDS
+    micro-batches of a watcher (~1.3 s each time on 2 cores); what is merged costs about what
+    was added since. A byte is rewritten O(log n) times, and the kept shards form a ladder of
+    doubling sizes, so the shard count stays small. When the ladder alone is too long
+    (sizes spanning more than 2^MAX_SHARDS), the smallest shards are merged instead."""
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i], reverse=True)
+    below = sum(sizes)
+    kept = 0
+    for i in order:
+        below -= sizes[i]
+        if sizes[i] <= below:
+            break
+        kept += 1
+    merged = order[kept:]
+    if len(merged) < 2:
+        merged = order[-max(2, len(sizes) - MAX_SHARDS // 2):]
+    return sorted(merged)
+
+
 def compact(cache_dir: Path, model_id: str, dim: int, log: logging.Logger) -> int:
-    """Merge a model's shards into one when there are more than MAX_SHARDS; returns shards merged.
+    """Merge a model's smaller shards into one when there are more than MAX_SHARDS (see
+    shards_to_merge); returns shards merged.
 
     One compaction at a time per model (a lock file); concurrent runs skip it. Shards written
     meanwhile are not in `paths`, so they are neither merged nor deleted: nothing is lost.
@@ -156,14 +182,21 @@ def compact(cache_dir: Path, model_id: str, dim: int, log: logging.Logger) -> in
     if len(paths) <= MAX_SHARDS or not _take_lock(folder / LOCK_NAME):
         return 0
     try:
-        merged, _ = read_cached(cache_dir, model_id, dim, None, log)
-        write_shard(cache_dir, model_id, merged)
+        sizes = []
         for path in paths:
+            try:
+                sizes.append(path.stat().st_size)
+            except FileNotFoundError:
+                sizes.append(0)  # compacted away by a run that held the lock before us: nothing to read
+        chosen = [paths[i] for i in shards_to_merge(sizes)]
+        merged, _ = read_cached(cache_dir, model_id, dim, None, log, paths=chosen)
+        write_shard(cache_dir, model_id, merged)
+        for path in chosen:
             path.unlink(missing_ok=True)
     finally:
         (folder / LOCK_NAME).unlink(missing_ok=True)
-    log.info("embedding cache: compacted %d shards into one (%d vectors)", len(paths), merged.height)
-    return len(paths)
+    log.info("embedding cache: compacted %d of %d shards into one (%d vectors)", len(chosen), len(paths), merged.height)
+    return len(chosen)
 
 
 def _take_lock(path: Path) -> bool:
