@@ -149,6 +149,9 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=1000, help="memories appended at once in the burst phase")
     parser.add_argument("--cli", type=int, default=5, help="appends also polled through `ctc correlations`")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--base-vectors", choices=("provided", "cache"), default="provided",
+                        help="provided: the base store carries an embedding column; cache: it does not, and its vectors "
+                             "sit in the warehouse's embedding cache, as for a user whose base the model embedded")
     args = parser.parse_args()
 
     steady = int(args.rate * args.seconds)
@@ -159,6 +162,15 @@ def main() -> int:
 
     work = args.out or Path(tempfile.mkdtemp(prefix="ctc-bench-live-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.base_vectors == "cache":
+        # the shard a batch run leaves after embedding the base (the model's id, content hashes)
+        from crosstier.transforms.embed.cache import write_shard
+        from crosstier.transforms.embed.vectors import text_hash
+
+        cached = base.select(pl.col("content").map_elements(text_hash, return_dtype=pl.String).alias("text_hash"), "embedding")
+        cached = cached.unique("text_hash", keep="first", maintain_order=True).with_columns(pl.col("embedding").list.to_array(vectors.shape[1]))
+        write_shard(work / "warehouse" / "cache", "all-MiniLM-L6-v2", cached)
+        base = base.drop("embedding")
     base.write_parquet(work / "base.parquet")
     live_store = work / "live.jsonl"
     live_store.write_text("")
@@ -233,10 +245,10 @@ def main() -> int:
         log.close()
 
     load = open("/proc/loadavg").read().split()[:3]
-    print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli}")
+    print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli} --base-vectors {args.base_vectors}")
     print(
         "RESULT "
-        f"n={args.n} startup_s={startup:.1f} appends={len(latencies)} "
+        f"n={args.n} base_vectors={args.base_vectors} startup_s={startup:.1f} appends={len(latencies)} "
         f"api_p50_s={percentile(latencies, 50):.3f} api_p99_s={percentile(latencies, 99):.3f} "
         f"cli_p50_s={percentile([c for c in cli if c == c], 50):.3f} "
         f"burst={len(burst_ids)} burst_per_s={len(burst_ids) / last:.1f} "

@@ -73,9 +73,15 @@ def part(name: str):
     SECONDS[name] += time.perf_counter() - start
 
 
-def corpus(n: int, add: int) -> tuple[pl.DataFrame, np.ndarray]:
-    """n + add memories with terms and `_batch`, and their vectors, in corpus order."""
+def corpus(n: int, add: int, same_text_same_vector: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
+    """n + add memories with terms and `_batch`, and their vectors, in corpus order; with
+    same_text_same_vector, every memory of one content has that content's first vector, as a
+    model gives (the corpus draws a vector per memory, so its many "ok" turns differ)."""
     memories, vectors = generate_corpus(n + add, seed=0)
+    if same_text_same_vector:
+        first = memories.with_row_index("_row").group_by("content", maintain_order=True).agg(pl.col("_row").first().alias("_first"))
+        rows = memories.select("content").join(first, on="content", how="left", maintain_order="left").get_column("_first").to_numpy()
+        vectors = vectors[rows]
     return with_terms(memories).with_columns(_batch=pl.lit(0, dtype=pl.Int64)), vectors
 
 
@@ -89,10 +95,10 @@ def prepared(memories: pl.DataFrame, contents: np.ndarray) -> tuple[pl.DataFrame
     return memories, contents, texts, fingerprints, links.unit_rows(context_vectors(memories, contents))
 
 
-def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Settings, cache: Path) -> live_state.WatchState:
+def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Settings, cache: Path, tag: str = "") -> live_state.WatchState:
     """The watcher's state over the first n memories (links from cache when built before)."""
     memories, contents, texts, fingerprints, context = prepared(every.head(n), vectors[:n])
-    scored_path = cache / f"scored-{n}-of-{every.height}.parquet"
+    scored_path = cache / f"scored-{n}-of-{every.height}{tag}.parquet"
     if scored_path.exists():
         scored = pl.read_parquet(scored_path)
     else:
@@ -129,14 +135,16 @@ def main() -> int:
     parser.add_argument("--add", type=int, default=1, help="memories appended per micro-batch")
     parser.add_argument("--repeat", type=int, default=5, help="micro-batches timed (each from the same state)")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ctc-live-step")
+    parser.add_argument("--same-text-same-vector", action="store_true",
+                        help="one vector per distinct content, as a model (and the embedding cache) gives")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the timed steps here (pstats file)")
     args = parser.parse_args()
 
     settings = Settings(output_dir=args.cache, stores=())
     start = time.perf_counter()
     # one corpus for base and appends: the first n of a larger corpus are not those of a smaller one
-    every, vectors = corpus(args.n, args.add * args.repeat)
-    state = base_state(every, vectors, args.n, settings, args.cache)
+    every, vectors = corpus(args.n, args.add * args.repeat, args.same_text_same_vector)
+    state = base_state(every, vectors, args.n, settings, args.cache, "-shared" if args.same_text_same_vector else "")
     print(f"state over {args.n} memories ready in {time.perf_counter() - start:.1f}s", flush=True)
     for module, name, label in PARTS:
         if hasattr(module, name):
@@ -167,7 +175,7 @@ def main() -> int:
         profiler.dump_stats(args.profile)
         print(f"profile of the timed steps: {args.profile} (python -m pstats {args.profile})")
     load = "/".join(open("/proc/loadavg").read().split()[:3])
-    print(f"reproduce: .venv/bin/python bench/live_step.py --n {args.n} --add {args.add} --repeat {args.repeat}")
+    print(f"reproduce: .venv/bin/python bench/live_step.py --n {args.n} --add {args.add} --repeat {args.repeat}" + (" --same-text-same-vector" if args.same_text_same_vector else ""))
     print(
         f"RESULT n={args.n} add={args.add} repeat={args.repeat} step_p50_s={percentile(totals, 50):.3f} step_max_s={max(totals):.3f} "
         + " ".join(f"{k}_p50_s={v:.3f}" for k, v in median.items()) + f" loadavg={load}"
