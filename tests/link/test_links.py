@@ -173,7 +173,7 @@ def test_unknown_refs_and_self_refs_are_ignored():
 def test_output_has_the_relationship_schema_and_stored_components():
     frame = memories(
         {"id": "a", "tier": "semantic", "content": "pgvector staging", "timestamp": at(0)},
-        {"id": "b", "tier": "semantic", "content": "pgvector staging", "timestamp": at(days=7)},
+        {"id": "b", "tier": "semantic", "content": "staging pgvector", "timestamp": at(days=7)},
     )
     links = scored_links(frame, same(2), DEFAULT)
     assert links.schema == RELATIONSHIP_SCHEMA
@@ -200,7 +200,7 @@ def test_same_input_in_any_row_order_gives_the_same_rows():
 
 
 def test_focus_keeps_only_pairs_touching_the_focus():
-    frame = memories(*[{"id": f"m{i}", "tier": "semantic", "content": "pgvector staging search"} for i in range(4)])
+    frame = memories(*[{"id": f"m{i}", "tier": "semantic", "content": f"pgvector staging search {'once twice thrice four'.split()[i]}"} for i in range(4)])
     full = scored_links(frame, same(4), DEFAULT)
     focused = scored_links(frame, same(4), DEFAULT, focus_ids=["m2"])
     expected = full.filter((pl.col("source_id") == "m2") | (pl.col("target_id") == "m2"))

@@ -16,7 +16,8 @@ import crosstier.transforms.link.candidates as candidates
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import load_calibration, weighted_overlap
 from crosstier.transforms.link.candidates import candidate_pairs, route_bounds
-from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, scored_links, unit_rows
+from crosstier.transforms.link import copies
+from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, scored_links, scored_links_with_count, unit_rows
 from crosstier.transforms.link.terms import with_terms
 
 _spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
@@ -146,3 +147,42 @@ def test_incremental_rescoring_of_changed_memories_equals_a_full_run(generated):
     rescored = scored_links(edited, embeddings, scoring, focus_ids=changed)
     incremental = pl.concat([kept, rescored]).sort("source_id", "target_id")
     assert incremental.equals(scored_links(edited, embeddings, scoring))
+
+
+@pytest.fixture(scope="module")
+def copied():
+    """The generated memories as a model embeds them: one vector per distinct text, so every
+    "ok" of the chats is alike; and twelve facts (some undated) that repeat an episode of
+    their namespace word for word, copies across tiers."""
+    memories, embeddings = corpus.generate_corpus(360, seed=3)
+    contents = memories["content"].to_list()
+    episodes = {}
+    for i, (tier, namespace) in enumerate(zip(memories["tier"], memories["namespace"])):
+        if tier == "episodic" and len(contents[i]) > 20:
+            episodes.setdefault(namespace, []).append(i)
+    facts = [i for i, tier in enumerate(memories["tier"]) if tier == "semantic"][:12]
+    for n, i in enumerate(facts):
+        pool = episodes[memories["namespace"][i]]
+        contents[i] = contents[pool[(5 * n) % len(pool)]]
+    first = {}
+    rows = np.array([first.setdefault(text, i) for i, text in enumerate(contents)])
+    return with_terms(memories.with_columns(pl.Series("content", contents))), embeddings[rows]
+
+
+def test_pairs_of_copies_are_not_scored_and_the_published_links_are_the_same(copied):
+    memories, embeddings = copied
+    scoring = ScoringConfig()
+    k = 6  # small enough that the cap binds
+    pruned = scored_links(memories, embeddings, scoring)
+    every_pair = brute_force_links(memories, embeddings, scoring, copy_pairs=True)
+    key = dict(zip(memories["id"], copies.copy_key_column(memories).to_list()))
+    inside = [key[a] == key[b] for a, b in zip(every_pair["source_id"], every_pair["target_id"])]
+    assert sum(inside) >= 100  # the case is exercised: scoring every pair links copies to each other
+    assert not any(key[a] == key[b] for a, b in zip(pruned["source_id"], pruned["target_id"]))
+    assert pruned.equals(every_pair.filter(~pl.Series(inside)))
+    published = capped_links(every_pair, k, memories)
+    assert capped_links(pruned, k, memories).equals(published)
+    within, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=k)
+    assert capped_links(within, k, memories).equals(published)
+    # a fact that repeats an episode is that episode's copy: no link between the two, the carried-forward one instead
+    assert published.filter(pl.col("reason").str.starts_with("Carried forward") & (pl.col("source_tier") != pl.col("target_tier"))).height >= 1

@@ -390,6 +390,24 @@ def similarity_pairs(
     return pl.DataFrame({"a_idx": pairs[:, 0], "b_idx": pairs[:, 1]}).cast(PAIR_SCHEMA)
 
 
+def without_copy_pairs(pairs: pl.DataFrame, copy_keys: pl.Series | None) -> pl.DataFrame:
+    """The pairs less those of two copies of one text (equal `copy_keys`: copies.copy_key per
+    row of the frame the pairs index; None keeps every pair).
+
+    The fold (copies.collapsed_copy_links) drops every discovered link inside a copy group
+    and links the copies along time instead, and no other step reads such a link (the
+    undated origins and the cap run after the fold, and a copy's end never drops a link in
+    cap_reach). So scoring them finds nothing that is published, while their number grows
+    with the square of the group: with a model's vectors, every "ok" of a chat log has one
+    vector, and 8 such lines with ~2,000 copies each were 85% of the 5.8M links a 100k
+    corpus stored before the cap. A pair stops being one only when an end's text changes,
+    which makes that end changed: an incremental run scores it again."""
+    if copy_keys is None or pairs.height == 0:
+        return pairs
+    same = copy_keys.gather(pairs.get_column("a_idx")) == copy_keys.gather(pairs.get_column("b_idx"))
+    return pairs.filter(~same)
+
+
 def bounded_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
     cosines: np.ndarray | None = None,
@@ -427,16 +445,18 @@ def bounded_pairs(
 
 def candidate_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None,
-    *, ranked: pl.DataFrame | None = None,
+    *, ranked: pl.DataFrame | None = None, copy_keys: pl.Series | None = None,
 ) -> pl.DataFrame:
-    """All pairs (a_idx < b_idx) that can reach the threshold or carry an explicit reference.
+    """All pairs (a_idx < b_idx) that can reach the threshold or carry an explicit reference,
+    less pairs of two copies of one text where `copy_keys` are given (without_copy_pairs).
 
     `memories` needs idx (row number), id, namespace, timestamp, terms, ref_ids; `focus` (bool
     per row) keeps only pairs with an end in focus; `ranked`: ranked_terms(memories), reused
     when many blocks of one frame are searched.
     """
     found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked), similarity_pairs(memories, embeddings, scoring, focus)])
-    parts = [bounded_pairs(memories, embeddings, scoring, found.unique()), reference_pairs(memories, focus)]
+    found = without_copy_pairs(found.unique(), copy_keys)
+    parts = [bounded_pairs(memories, embeddings, scoring, found), without_copy_pairs(reference_pairs(memories, focus), copy_keys)]
     return pl.concat(parts).unique().sort("a_idx", "b_idx")
 
 
@@ -458,7 +478,7 @@ def partner_cosine_floor(scoring: ScoringConfig) -> float:
 
 
 def partner_pairs(
-    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series, copy_keys: pl.Series | None = None,
 ) -> pl.DataFrame:
     """Pairs with an end in focus that can reach the threshold or carry a reference, for a few
     focus rows, without a route that reads every memory's terms: a superset of
@@ -473,9 +493,9 @@ def partner_pairs(
     bound), so scoring it adds no link: the scored links equal candidate_pairs' (tested).
     The product is exact: from `ann_min_memories` memories in a namespace, where
     candidate_pairs' range search is approximate, it may find a qualifying pair that search
-    missed. `embeddings` are unit rows (links.unit_rows)."""
+    missed. `embeddings` are unit rows (links.unit_rows); `copy_keys` as candidate_pairs'."""
     rows = np.flatnonzero(focus.to_numpy())
-    found = [reference_pairs(memories, focus)]
+    found = [without_copy_pairs(reference_pairs(memories, focus), copy_keys)]
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
         hits_a, hits_b, hits_cos = [], [], []
@@ -492,6 +512,8 @@ def partner_pairs(
         a, b, cos = np.concatenate(hits_a), np.concatenate(hits_b), np.concatenate(hits_cos)
         namespaces = memories.get_column("namespace")  # compared at the hits only, not turned into objects for every row
         keep = (a != b) & (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
+        if copy_keys is not None:
+            keep &= (copy_keys.gather(a) != copy_keys.gather(b)).to_numpy()
         a, b, cos = a[keep], b[keep], cos[keep]
         # a pair with both ends in focus came twice: its larger product keeps the bound a superset
         near = (

@@ -34,6 +34,10 @@ _MARKUP = re.compile(r"[*_`~>#|\[\]()]+")
 _PUNCT = re.compile(r"[^\w\s]+")
 _SPACE = re.compile(r"\s+")
 
+# how pairs inside a copy group are treated (candidates.without_copy_pairs); in the settings
+# fingerprint, so stored links from before the change are not reused by an incremental run
+PAIRS_INSIDE_A_GROUP = "not scored"
+
 COPY_COLUMNS = {"id": pl.String, "copy_key": pl.String, "copy_rank": pl.Int64, "copies": pl.Int64}
 
 
@@ -49,6 +53,13 @@ def normalised_text(content: str) -> str:
 def copy_key(namespace: str | None, content: str) -> str:
     """The group key of a memory: its namespace and normalised text, hashed."""
     return hashlib.sha1(f"{namespace}\x00{normalised_text(content)}".encode("utf-8")).hexdigest()[:16]
+
+
+def copy_key_column(memories: pl.DataFrame) -> pl.Series:
+    """copy_key of every row (namespace, content), in row order: each distinct pair hashed once."""
+    distinct = memories.select("namespace", "content").unique()
+    keyed = distinct.with_columns(pl.Series("copy_key", [copy_key(ns, c) for ns, c in zip(distinct["namespace"].to_list(), distinct["content"].to_list())], dtype=pl.String))
+    return memories.select("namespace", "content").join(keyed, on=["namespace", "content"], how="left", maintain_order="left", nulls_equal=True).get_column("copy_key")
 
 
 def copy_groups(memories: pl.DataFrame) -> pl.DataFrame:

@@ -19,7 +19,7 @@ from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
-from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms
+from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms, without_copy_pairs
 from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
@@ -238,8 +238,9 @@ def scored_links_with_count(
     `progress(block, blocks, pairs scored so far, links kept so far)` is called after each block."""
     frame, vectors = _prepared(memories, embeddings)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
+    keys = copies.copy_key_column(frame)  # pairs of two copies of one text are folded away: not scored
     if within_cap is None:
-        pairs = candidate_pairs(frame, vectors, scoring, focus)
+        pairs = candidate_pairs(frame, vectors, scoring, focus, copy_keys=keys)
         return classified_pairs(frame, vectors, pairs, scoring), pairs.height
     reach = by_row(cap_reach(frame, within_cap), frame)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
@@ -252,7 +253,7 @@ def scored_links_with_count(
     blocks = -(-len(rows) // _BLOCK_ROWS)
     for block in range(blocks):
         in_block = pl.Series(block_of == block)
-        pairs = candidate_pairs(frame, vectors, scoring, in_block, ranked=ranked)
+        pairs = candidate_pairs(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys)
         lead = np.minimum(block_of[pairs["a_idx"].to_numpy()], block_of[pairs["b_idx"].to_numpy()])
         pairs = pairs.filter(pl.Series(lead == block))
         scored += pairs.height
@@ -275,10 +276,14 @@ def empty_scored_links() -> pl.DataFrame:
     return pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
 
 
-def brute_force_links(memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig) -> pl.DataFrame:
-    """The oracle: every pair within a namespace scored, no pruning, then the same classify and threshold."""
+def brute_force_links(memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, *, copy_pairs: bool = False) -> pl.DataFrame:
+    """The oracle: every pair within a namespace scored, no pruning, then the same classify and
+    threshold; less pairs of two copies of one text (which the fold drops), unless `copy_pairs`."""
     frame, vectors = _prepared(memories, embeddings)
-    return classified_pairs(frame, vectors, all_pairs(frame), scoring)
+    pairs = all_pairs(frame)
+    if not copy_pairs:
+        pairs = without_copy_pairs(pairs, copies.copy_key_column(frame))
+    return classified_pairs(frame, vectors, pairs, scoring)
 
 
 def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, object] | None = None) -> pl.DataFrame:

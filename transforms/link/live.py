@@ -154,20 +154,26 @@ def scored_pairs(frame: pl.DataFrame, unit: np.ndarray, pairs: pl.DataFrame, sco
     return links.classified_pairs(sub, unit[ends], renumbered, scoring)
 
 
-def focused_links(features: pl.DataFrame, units: np.ndarray, scoring: ScoringConfig, focus: set[str]) -> tuple[pl.DataFrame, int]:
+def focused_links(features: pl.DataFrame, units: np.ndarray, scoring: ScoringConfig, focus: set[str], keys: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
     """Scored links with an end in focus, by the batch run's scoring over evidence kept from
     the last micro-batch. The pairs come from the partner search (candidates.partner_pairs:
     one product of the focus vectors against every row, pairs kept within a namespace; no
     route over every memory's terms; its extra pairs cannot qualify). Every namespace at
     once: a pair's bound, score and type read its two rows alone, and copying a namespace's
     rows out of the matrix cost ~0.15 s a micro-batch at 100k. `features` and `units`
-    (links.unit_rows of the vectors) are row-aligned."""
+    (links.unit_rows of the vectors) are row-aligned; `keys`: live_cap.copy_keys of the same
+    memories, so pairs of two copies of one text are not scored, as in the batch run."""
     frame = features.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
     frame = frame.with_columns(idx_in=pl.col("idx"))
     focus_mask = frame.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
     if not focus_mask.any():
         return links.empty_scored_links(), 0
-    candidates = partner_pairs(frame, units, scoring, focus_mask)
+    copy_keys = None
+    if keys is not None:
+        # both sorted by id over the same memories: aligned, except where a caller passes others
+        same_rows = keys.get_column("id").equals(frame.get_column("id"))
+        copy_keys = (keys if same_rows else frame.select("id").join(keys, on="id", how="left", maintain_order="left")).get_column("copy_key")
+    candidates = partner_pairs(frame, units, scoring, focus_mask, copy_keys)
     return scored_pairs(frame, units, candidates, scoring), candidates.height
 
 
@@ -243,7 +249,7 @@ def relinked(
     focus = cap_reach.refocused(changed, deleted, rows_touching(index.scored, ends.scored, touched), reach)
     rescored = focus | deleted
     kept, kept_ends = rows_apart(index.scored, ends.scored, rescored)
-    fresh, pairs = focused_links(features, links.unit_rows(vectors) if units is None else units, scoring, focus)
+    fresh, pairs = focused_links(features, links.unit_rows(vectors) if units is None else units, scoring, focus, keys)
     fresh = fresh.cast(RELATIONSHIP_SCHEMA)
     # kept has no end in focus or deleted and fresh has one in every row: the two never overlap.
     # Not sorted: nothing reads the scored links in order, and sorting millions of rows per
