@@ -9,8 +9,8 @@ Each run that embeds something adds one shard (or one per checkpoint on long run
 shards are written to a hidden temp file and renamed into place, so a killed run leaves
 either a whole shard or none. When a model has many shards its smaller ones are compacted
 into one (size-tiered: see shards_to_merge), again write-then-rename; duplicates between
-old and new shards are harmless (reads keep one row per hash). A shard that cannot be read or fails validation is logged, removed,
-and its texts embedded again.
+old and new shards are harmless (reads keep one row per hash). A shard that cannot be read
+or fails validation is logged, removed, and its texts embedded again.
 """
 
 from __future__ import annotations

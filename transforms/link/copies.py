@@ -69,10 +69,7 @@ def copy_groups(memories: pl.DataFrame) -> pl.DataFrame:
     """
     if memories.height == 0:
         return pl.DataFrame(schema=COPY_COLUMNS)
-    frame = memories.select("id", "namespace", "content", "timestamp").with_columns(
-        pl.Series("copy_key", [copy_key(ns, c) for ns, c in zip(memories["namespace"].to_list(), memories["content"].to_list())],
-                  dtype=pl.String)
-    )
+    frame = memories.select("id", "namespace", "content", "timestamp").with_columns(copy_key_column(memories))
     grouped = (
         frame.with_columns(pl.len().over("copy_key").alias("copies"))
         .filter(pl.col("copies") > 1)

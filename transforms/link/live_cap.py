@@ -55,8 +55,7 @@ def copy_keys(memories: pl.DataFrame, previous: pl.DataFrame | None = None, redo
 
 def _keys_made(kept: pl.DataFrame, fresh: pl.DataFrame) -> pl.DataFrame:
     """`kept` (id, copy_key) with the keys of `fresh` memories put in place (both sorted by id)."""
-    keys = [copies.copy_key(ns, c) for ns, c in zip(fresh.get_column("namespace").to_list(), fresh.get_column("content").to_list())]
-    made = pl.DataFrame({"id": fresh.get_column("id"), "copy_key": pl.Series(keys, dtype=pl.String)}, schema=KEY_SCHEMA)
+    made = pl.DataFrame({"id": fresh.get_column("id"), "copy_key": copies.copy_key_column(fresh)}, schema=KEY_SCHEMA)
     return with_rows_inserted(kept, made)
 
 
