@@ -75,6 +75,9 @@ evidence as (
             ), k)
         ) as conflict_subjects,
         list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
+        -- the subject apart from the opposites themselves (subject_terms folds "sitting" and "standing"
+        -- onto one group, which would count the conflict as shared subject)
+        list_transform(list_intersect(a_polarity, b_polarity_flip), lambda m: regexp_replace(m, '[+-]$', '')) as opposite_groups,
         -- a different agent or object in the same event ("a man" / "a woman", "a dog" / "a cat"):
         -- a group both name whose members do not meet (a side naming both meets either)
         list_filter(
@@ -92,16 +95,37 @@ evidence as (
         -- a negation the other side answers with a negative state word outside the phrase is a double
         -- negative ("nobody is in the room" / "the room is empty"), not a conflict; and the other side must
         -- state every word the negation covers: denying a more specific claim ("no man riding an
-        -- electric bicycle") does not deny the less specific one ("a man riding a bicycle")
+        -- electric bicycle") does not deny the less specific one ("a man riding a bicycle"); and the
+        -- negating side's own subject (its words outside the negation) is, for the most part, the
+        -- other's: "the squirrel is not running in circles" does not deny "an animal is running in circles"
         not list_has_any(a_scope, b_scope) as negations_apart,
         negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
             and len(list_filter(b_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 0
+            and (len(a_stated) = 0 or len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) < len(a_stated) * (1 - $contradiction_min_overlap))
             as a_negates_b,
         negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
             and len(list_filter(a_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 0
+            and (len(b_stated) = 0 or len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) < len(b_stated) * (1 - $contradiction_min_overlap))
             as b_negates_a,
+        -- one word of the denied claim said in other words ("no chef preparing a meal" / "a chef is
+        -- preparing some food"): every other word the negation covers stated by the other side, which
+        -- says something in its place (a word the negating side lacks; not the person words a named
+        -- person states, features._content_words), the whole subject the other's (one word changed, no
+        -- more), and the two texts close
+        -- enough in meaning that the swap is a paraphrase, not another thing ("no man playing a guitar" /
+        -- "a man playing a piano" are both true)
+        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negated) > 0 and len(b_negative) = 0
+            and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 1
+            and len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) = 0
+            and len(list_filter(b_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(a_scope, w) and not list_contains(a_stated, w))) > 0
+            as a_negates_b_reworded,
+        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negated) > 0 and len(a_negative) = 0
+            and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 1
+            and len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) = 0
+            and len(list_filter(a_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(b_scope, w) and not list_contains(b_stated, w))) > 0
+            as b_negates_a_reworded,
         case
             -- an episode that cites the fact gives evidence for it (supports); without two dates every
             -- other episode may be the origin; the strongest one per fact stays
@@ -120,7 +144,7 @@ not_contradictions as (
     -- different times, or between a state said to have ended ("ran on 3.11 until PR #509") and
     -- another, is a change of state (the reason says what changed, earlier -> later)
     select
-        *,
+        * replace (a_negates_b or a_negates_b_reworded as a_negates_b, b_negates_a or b_negates_a_reworded as b_negates_a),
         coalesce(a_copy = b_copy, false) as same_text,
         a_tier = 'episodic' and b_tier = 'episodic' and coalesce(a_ts <> b_ts, false) as dated_apart,
         coalesce(a_ended, false) <> coalesce(b_ended, false) as ended_apart,
@@ -141,8 +165,13 @@ rules as (
         list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
         list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
         semantic >= $contradiction_min_semantic
-            and subject_overlap >= $contradiction_min_overlap
-            and (value_conflict or antonym_conflict or exclusive_conflict or a_negates_b or b_negates_a)
+            and (
+                subject_overlap >= $contradiction_min_overlap and (value_conflict or exclusive_conflict)
+                or antonym_conflict and coalesce(
+                    len(list_filter(list_intersect(a_subject, b_subject), lambda w: not list_contains(opposite_groups, w)))
+                    / nullif(len(list_distinct(list_concat(a_subject, b_subject))) - len(opposite_groups), 0), 0.0) >= $contradiction_min_overlap
+                or subject_overlap >= $contradiction_min_overlap * 0.5 and (a_negates_b or b_negates_a)
+            )
             and not same_text as is_conflict,
         coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
         coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,

@@ -59,6 +59,10 @@ class ScoringConfig:
     contradiction_min_semantic: float = 0.6
     # Share of subject terms (values dropped, opposite words folded) two contradicting statements must share.
     contradiction_min_overlap: float = 0.5
+    # A negation whose claim the other side states with one word swapped ("no chef preparing a meal" /
+    # "a chef is preparing some food") contradicts it only at this cosine or above (a paraphrase, not
+    # another thing). Fitted on SICK's training pairs (docs/links.md).
+    negation_paraphrase_min_cosine: float = 0.75
     sequence_max_hours: float = 24.0
     # The calibration file (`ctc calibrate` writes one) mapping raw cosine and term overlap onto
     # the evidence scale; None: the bundled calibration for all-MiniLM-L6-v2.
@@ -217,6 +221,7 @@ def _scoring(raw: dict, base: Path = Path.cwd()) -> ScoringConfig:
         max_term_share=_number("scoring.max_term_share", raw.get("max_term_share", defaults.max_term_share), low=0.0, high=1.0),
         contradiction_min_semantic=_number("scoring.contradiction_min_semantic", raw.get("contradiction_min_semantic", defaults.contradiction_min_semantic), low=0.0, high=1.0),
         contradiction_min_overlap=_number("scoring.contradiction_min_overlap", raw.get("contradiction_min_overlap", defaults.contradiction_min_overlap), low=0.0, high=1.0),
+        negation_paraphrase_min_cosine=_number("scoring.negation_paraphrase_min_cosine", raw.get("negation_paraphrase_min_cosine", defaults.negation_paraphrase_min_cosine), low=0.0, high=1.1),
         sequence_max_hours=_number("scoring.sequence_max_hours", raw.get("sequence_max_hours", defaults.sequence_max_hours), low=0.0),
         calibration=_calibration_path(raw.get("calibration"), base),
         min_model_script_share=_number("scoring.min_model_script_share", raw.get("min_model_script_share", defaults.min_model_script_share), low=0.0, high=1.0),

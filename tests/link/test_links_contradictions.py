@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crosstier.core.config import ScoringConfig
-from links_helpers import at, memories, same
+from links_helpers import at, memories, same, vectors
 from crosstier.transforms.link.features import causal_cue, negated_terms, value_terms
 from crosstier.transforms.link.links import scored_links
 
@@ -183,6 +183,13 @@ def test_since_a_pr_does_not_make_a_causal_link():
         # a word naming a person is one word when a negation is matched (SICK: contradiction)
         ("There is no man in a black jacket doing tricks on a motorbike",
          "A person in a black jacket is doing tricks on a motorbike", "Contradiction: negation (no)"),
+        # any person word is one subject: "person" and "a woman" (SICK)
+        ("There is no person boiling noodles", "A woman is boiling noodles in water", "Contradiction: negation (no)"),
+        # denying the less specific claim denies the more specific one, however much more it says
+        ("No person is hiking", "A distant person with a blue backpack is hiking in a rocky area", "Contradiction: negation (no)"),
+        # one word of the denied claim said in other words, the two texts close in meaning
+        ("There is no chef preparing a meal", "A chef is preparing some food", "Contradiction: negation (no)"),
+        ("There is no man putting some cheese on a pizza", "The man is sprinkling cheese on the pizza", "Contradiction: negation (no)"),
     ],
 )
 def test_shared_subject_contradictions(a, b, reason):
@@ -223,6 +230,13 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("We do not deploy on Fridays during the freeze", "We deploy on Fridays"),
         # a double negative: "did not renew" says what "forgot to renew" says
         ("The user did not renew the passport", "The user forgot to renew the passport"),
+        # the negating side's own subject is not the other's: a squirrel is one animal, the
+        # children may not be the boys, the young boy may not be the child (SICK: neutral)
+        ("The squirrel is not running in circles", "An animal is running in circles"),
+        ("The children aren't playing in front of a large door", "A group of boys are playing with a ball in front of a large door"),
+        ("A child is running in and out of the ocean waves", "The young boy is not running through the ocean waves"),
+        # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
+        ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
     ],
 )
 def test_shared_subject_look_alikes_are_not_contradictions(a, b):
@@ -243,3 +257,16 @@ def test_shared_subject_look_alikes_are_not_contradictions(a, b):
 )
 def test_both_sides_negating_one_thing_in_other_words_is_no_contradiction(a, b):
     assert pair_link(fact(a), fact(b))["relationship_type"] != "contradicts"
+
+
+@pytest.mark.parametrize(("cosine", "contradicts"), [(0.74, False), (0.76, True)])
+def test_a_negation_with_one_word_reworded_needs_texts_close_in_meaning(cosine, contradicts):
+    """"No chef preparing a meal" / "a chef is preparing some food" says one thing in other words;
+    "no man playing a guitar" / "a man playing a piano", the same shape, says two (their cosine
+    is lower): negation_paraphrase_min_cosine (0.75) tells them apart."""
+    assert DEFAULT.negation_paraphrase_min_cosine == 0.75
+    for a, b in (("There is no chef preparing a meal", "A chef is preparing some food"),
+                 ("There is no man playing a guitar", "A man is playing a piano")):
+        links = scored_links(memories({"id": "a", **fact(a)}, {"id": "b", **fact(b)}), vectors(cosine), DEFAULT)
+        assert links.height == 1  # linked either way: only the type depends on the cosine
+        assert (links.row(0, named=True)["relationship_type"] == "contradicts") == contradicts

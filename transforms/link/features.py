@@ -195,11 +195,29 @@ _PERSON_WORDS = frozenset(("man", "men", "woman", "women", "boy", "boys", "girl"
                            "lady", "ladies", "someone", "somebody"))
 
 
-def _content_words(text: str) -> list[str]:
+_ANY_PERSON_WORDS = ("person", "persons", "people", "someone", "somebody", "nobody", "anyone", "anybody", "everyone", "everybody")
+_ANY_PERSON_TERMS = frozenset(_ANY_PERSON_WORDS) | {stem(w) for w in _ANY_PERSON_WORDS}
+_PERSON_TERMS = frozenset(_PERSON_WORDS) | {stem(w) for w in _PERSON_WORDS} | _ANY_PERSON_TERMS
+
+
+def _content_words(text: str, *, stated: bool = False) -> list[str]:
     """Stemmed content words (three letters or more, not stop words) in text order; a word naming a
-    person is "person" (_PERSON_WORDS)."""
-    return ["person" if w in _PERSON_WORDS else stem(w)
-            for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS]
+    person is "person" (what a negation denies: "there is no man riding" denies "a woman is riding"'s
+    claim that someone rides, which person it is belongs to the agent rule), and where the text
+    states it (`stated`) also which person ("men" and "guys" are "sex=male"): the subject a
+    negating side names must be the other's ("the children aren't playing" does not deny "a group
+    of boys are playing", sql/classified_links.sql)."""
+    out = []
+    for w in _WORD.findall(text.lower()):
+        if w in _ANY_PERSON_WORDS:
+            out.append("person")
+        elif w in _PERSON_WORDS:
+            if stated:  # "men" and "guys" name the same people: "sex=male"
+                out.append(EXCLUSIVE.get(w, stem(w)))
+            out.append("person")
+        elif len(w) >= 3 and w not in STOP_WORDS:
+            out.append(stem(w))
+    return out
 
 
 def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
@@ -229,7 +247,7 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
             plain.append(content[last:start])
         last = max(last, end)
     plain.append(content[last:])
-    stated = set(_content_words(" ".join(plain)))
+    stated = set(_content_words(" ".join(plain), stated=True))
     scope = set(_content_words(" ".join(content[start:end] for start, end in scoped)))
     return cue, sorted(phrases), sorted(stated), sorted(scope)
 
@@ -282,11 +300,18 @@ def causal_cue(content: str) -> tuple[str | None, list[str]]:
 
 def subject_terms(terms: list[str]) -> list[str]:
     """The terms a statement is about: values (terms with digits, weekdays) dropped, polar words folded onto their
-    group, the members of an exclusive group (a man / a woman, a dog / a cat) folded onto the group."""
+    group, a word naming a person ("a woman", "nobody", "the player") folded onto "person", the members of
+    another exclusive group (a dog / a cat) folded onto the group."""
     out = set()
     for term in terms:
         if any(ch.isdigit() for ch in term) or term.rstrip("s") in _WEEKDAYS:
             continue  # a value, not what the statement is about ("the gym class is on Tuesday")
+        if term in _PERSON_TERMS:
+            # which person it is belongs to the agent rule (exclusive_marks) and the negation's own
+            # match (negated_terms): "there is no person boiling noodles" and "a woman is boiling
+            # noodles" are about the same subject
+            out.add("person")
+            continue
         groups = POLARITY.get(term)
         exclusive = EXCLUSIVE.get(term)
         if groups:

@@ -74,6 +74,7 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "contradiction_min_semantic": scoring.contradiction_min_semantic,
         "contradiction_min_overlap": scoring.contradiction_min_overlap,
         "negation_ignored": NEGATION_IGNORED,
+        "negation_paraphrase_min_cosine": scoring.negation_paraphrase_min_cosine,
         "sequence_max_hours": scoring.sequence_max_hours,
         "max_links": scoring.max_links_per_memory,
         "min_model_script_share": scoring.min_model_script_share,
