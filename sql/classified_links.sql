@@ -110,18 +110,21 @@ evidence as (
             and (len(b_stated) = 0 or len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) < len(b_stated) * (1 - $contradiction_min_overlap))
             as b_negates_a,
         -- one word of the denied claim said in other words ("no chef preparing a meal" / "a chef is
-        -- preparing some food"): every other word the negation covers stated by the other side, which
+        -- preparing some food"): a word of a negated phrase and every other word the negation covers
+        -- stated by the other side (a claim of one word, "can't beat it", is not reworded), which
         -- says something in its place (a word the negating side lacks; not the person words a named
         -- person states, features._content_words), the whole subject the other's (one word changed, no
         -- more), and the two texts close
         -- enough in meaning that the swap is a paraphrase, not another thing ("no man playing a guitar" /
         -- "a man playing a piano" are both true)
-        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negated) > 0 and len(b_negative) = 0
+        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negative) = 0
+            and len(list_filter(a_negated, lambda p: list_has_any(b_stated, string_split(p, ' ')))) > 0
             and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 1
             and len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) = 0
             and len(list_filter(b_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(a_scope, w) and not list_contains(a_stated, w))) > 0
             as a_negates_b_reworded,
-        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negated) > 0 and len(a_negative) = 0
+        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negative) = 0
+            and len(list_filter(b_negated, lambda p: list_has_any(a_stated, string_split(p, ' ')))) > 0
             and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 1
             and len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) = 0
             and len(list_filter(a_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(b_scope, w) and not list_contains(b_stated, w))) > 0

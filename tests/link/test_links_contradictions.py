@@ -235,6 +235,8 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("The squirrel is not running in circles", "An animal is running in circles"),
         ("The children aren't playing in front of a large door", "A group of boys are playing with a ball in front of a large door"),
         ("A child is running in and out of the ocean waves", "The young boy is not running through the ocean waves"),
+        # a denied claim of one word is not "reworded" by any other word (LoCoMo: a chat turn and its reply)
+        ("Nature and quality time, can't beat it!", "It's great that you get to spend quality time in nature, so calming"),
         # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
         ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
     ],
