@@ -73,11 +73,15 @@ def part(name: str):
     SECONDS[name] += time.perf_counter() - start
 
 
-def corpus(n: int, add: int, same_text_same_vector: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
+def corpus(n: int, add: int, same_text_same_vector: bool = False, copy_frequent: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
     """n + add memories with terms and `_batch`, and their vectors, in corpus order; with
     same_text_same_vector, every memory of one content has that content's first vector, as a
-    model gives (the corpus draws a vector per memory, so its many "ok" turns differ)."""
+    model gives (the corpus draws a vector per memory, so its many "ok" turns differ); with
+    copy_frequent, every appended memory says the base's most frequent line again (an "ok")."""
     memories, vectors = generate_corpus(n + add, seed=0)
+    if copy_frequent:
+        frequent = memories.head(n).get_column("content").value_counts(sort=True).row(0)[0]
+        memories = memories.with_columns(content=pl.when(pl.int_range(pl.len()) >= n).then(pl.lit(frequent)).otherwise(pl.col("content")))
     if same_text_same_vector:
         first = memories.with_row_index("_row").group_by("content", maintain_order=True).agg(pl.col("_row").first().alias("_first"))
         rows = memories.select("content").join(first, on="content", how="left", maintain_order="left").get_column("_first").to_numpy()
@@ -137,13 +141,15 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ctc-live-step")
     parser.add_argument("--same-text-same-vector", action="store_true",
                         help="one vector per distinct content, as a model (and the embedding cache) gives")
+    parser.add_argument("--copy-frequent", action="store_true",
+                        help="each appended memory repeats the base's most frequent line (a copy joining a large copy group)")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the timed steps here (pstats file)")
     args = parser.parse_args()
 
     settings = Settings(output_dir=args.cache, stores=())
     start = time.perf_counter()
     # one corpus for base and appends: the first n of a larger corpus are not those of a smaller one
-    every, vectors = corpus(args.n, args.add * args.repeat, args.same_text_same_vector)
+    every, vectors = corpus(args.n, args.add * args.repeat, args.same_text_same_vector, args.copy_frequent)
     state = base_state(every, vectors, args.n, settings, args.cache, "-shared" if args.same_text_same_vector else "")
     print(f"state over {args.n} memories ready in {time.perf_counter() - start:.1f}s", flush=True)
     for module, name, label in PARTS:
@@ -175,7 +181,8 @@ def main() -> int:
         profiler.dump_stats(args.profile)
         print(f"profile of the timed steps: {args.profile} (python -m pstats {args.profile})")
     load = "/".join(open("/proc/loadavg").read().split()[:3])
-    print(f"reproduce: .venv/bin/python bench/live_step.py --n {args.n} --add {args.add} --repeat {args.repeat}" + (" --same-text-same-vector" if args.same_text_same_vector else ""))
+    print(f"reproduce: .venv/bin/python bench/live_step.py --n {args.n} --add {args.add} --repeat {args.repeat}" + (" --same-text-same-vector" if args.same_text_same_vector else "")
+          + (" --copy-frequent" if args.copy_frequent else ""))
     print(
         f"RESULT n={args.n} add={args.add} repeat={args.repeat} step_p50_s={percentile(totals, 50):.3f} step_max_s={max(totals):.3f} "
         + " ".join(f"{k}_p50_s={v:.3f}" for k, v in median.items()) + f" loadavg={load}"
