@@ -435,3 +435,35 @@ def test_a_shard_this_process_wrote_is_looked_up_without_reading_its_hashes_back
     none, _ = embed_cache.read_cached(tmp_path, "m", dim, pl.Series(["h9"]), log)
     assert none.height == 0 and reads == []
     assert embed_cache._SHARD_HASHES[path][1] == frozenset({"h1", "h2"})
+
+
+def test_a_lookup_in_a_big_shard_reads_only_the_row_groups_that_hold_its_hashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A watcher's new memory that repeats a cached text (an "ok") looks up one hash in the big
+    shard a batch run left: its rows are sorted by hash in small row groups, so the lookup reads
+    one group, not the whole shard (0.5 s at 100k texts). A shard written before (one unsorted
+    row group) is still read right, whole."""
+    monkeypatch.setattr(embed_cache, "ROW_GROUP_ROWS", 100)
+    rng = np.random.default_rng(1)
+    rows = rng.standard_normal((1000, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    hashes = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(1000)]
+    vectors = pl.DataFrame({"text_hash": hashes}).with_columns(pl.Series("embedding", rows))
+    path = embed_cache.write_shard(tmp_path, "m", vectors)
+    log = logging.getLogger("test")
+    wanted = [hashes[7], hashes[500]]
+    shard, groups = embed_cache._row_groups_holding(path, sorted(wanted))
+    assert shard.metadata.num_row_groups == 10 and len(groups) == 2  # one group per hash
+    read = []
+    real = embed_cache.pq.ParquetFile.read_row_groups
+    monkeypatch.setattr(embed_cache.pq.ParquetFile, "read_row_groups", lambda self, g, *a, **k: read.append(list(g)) or real(self, g, *a, **k))
+    embed_cache._SHARD_HASHES.clear()
+    found, damaged = embed_cache.read_cached(tmp_path, "m", 8, pl.Series(wanted + ["not-cached"]), log)
+    assert damaged == 0 and read == [groups]
+    got = dict(zip(found["text_hash"].to_list(), found["embedding"].to_numpy()))
+    assert set(got) == set(wanted) and np.allclose(got[hashes[7]], rows[7]) and np.allclose(got[hashes[500]], rows[500])
+    # a shard of the old layout: one row group in insertion order, no pruning, the same answer
+    old = embed_cache.model_dir(tmp_path, "old") / "shard-0-old.parquet"
+    old.parent.mkdir(parents=True)
+    vectors.select(pl.lit("old").alias("model_id"), "text_hash", "embedding").write_parquet(old)
+    found_old, damaged = embed_cache.read_cached(tmp_path, "old", 8, pl.Series(wanted), log)
+    assert damaged == 0 and sorted(found_old["text_hash"].to_list()) == sorted(wanted)
