@@ -187,12 +187,14 @@ def retrieval_figures(memories, vectors, questions, sources, links, encode, top_
 
 
 def ranking_figures(memories, vectors, sources) -> tuple[dict[str, float], pl.DataFrame]:
+    """Rank of each fact's source turn among the turns linked to it at threshold 0, in the read
+    side's order (sql/memory_links.sql: score, then raw cosine, then id)."""
     links = scored_links(memories, vectors, replace(ScoringConfig(), min_correlation_score=0.0))
     ranks = []
     for fact, source in sources.items():
         mine = links.filter((pl.col("source_id") == fact) | (pl.col("target_id") == fact)).with_columns(
             pl.when(pl.col("source_id") == fact).then(pl.col("target_id")).otherwise(pl.col("source_id")).alias("other")
-        ).filter(pl.col("other").str.contains("-fact").not_()).sort(["score", "other"], descending=[True, False])
+        ).filter(pl.col("other").str.contains("-fact").not_()).sort(["score", "cosine", "other"], descending=[True, True, False], nulls_last=True)
         others = mine["other"].to_list()
         ranks.append(others.index(source) + 1 if source in others else None)
     found = [r for r in ranks if r is not None]

@@ -244,7 +244,7 @@ def build_correlation_graph(
         )
         known.update(others)
         order = {i: n for n, i in enumerate(frontier)}
-        rows.sort(key=lambda r: (order[r["memory_id"]], -r["score"], r["other_id"], r["relationship_type"]))
+        rows.sort(key=lambda r: (order[r["memory_id"]], -r["score"], -(r["cosine"] if r["cosine"] is not None else -2.0), r["other_id"], r["relationship_type"]))
         next_frontier = []
         for r in rows:
             other = r["other_id"]

@@ -20,7 +20,8 @@ outgoing as (
         r.source_id,
         r.target_id,
         r.relationship_type as stored_type,
-        r.metadata
+        r.metadata,
+        r.cosine
     from relationships as r
     where r.source_id in (select unnest($ids::varchar[]))
 ),
@@ -43,7 +44,8 @@ incoming as (
         r.source_id,
         r.target_id,
         r.relationship_type as stored_type,
-        r.metadata
+        r.metadata,
+        r.cosine
     from relationships as r
     where r.target_id in (select unnest($ids::varchar[]))
 ),
@@ -63,4 +65,5 @@ final as (
 )
 
 select * from final
-order by memory_id, score desc, other_id, relationship_type
+-- equal scores (many saturate at 1) by the raw cosine: the closer text first, then by id
+order by memory_id, score desc, cosine desc nulls last, other_id, relationship_type

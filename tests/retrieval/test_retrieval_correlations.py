@@ -192,3 +192,26 @@ def test_graph_truncation_is_flagged(out):
 def test_graph_errors(out, args, kwargs, error):
     with pytest.raises(error):
         build_correlation_graph(args, out=out, **kwargs)
+
+
+def test_equal_scores_come_closer_text_first(tmp_path):
+    """Scores saturate at 1 (a fact and several turns of its session can all reach it): among
+    equal scores the link with the higher raw cosine comes first, in find_correlations and in
+    the graph, not the one whose id sorts first."""
+    import polars as pl
+
+    from crosstier.core.catalog import Catalog
+    from crosstier.retrieval.testing import tiny_tables
+    from crosstier.transforms.publish.snapshot import publish_snapshot
+
+    tables, parquet_only = tiny_tables()
+    cosines = {("ep1", "sem1"): 0.41, ("ep1", "ep2"): 0.93, ("proc1", "ep1"): None}
+    tables["relationships"] = tables["relationships"].with_columns(
+        score=pl.when(pl.col("source_id").is_in(["ep1", "proc1"]) & pl.col("target_id").is_in(["sem1", "ep2", "ep1"])).then(1.0).otherwise(pl.col("score")),
+        cosine=pl.struct("source_id", "target_id").map_elements(lambda r: cosines.get((r["source_id"], r["target_id"])), return_dtype=pl.Float64),
+    )
+    publish_snapshot(tables, Catalog(tmp_path), "r1", parquet_only=parquet_only, record={"run_id": "r1", "status": "published"})
+    # ep2 (cosine 0.93) before sem1 (0.41) before proc1 (no cosine: a link the model did not score), all at 1.0
+    assert [(c["target_id"], c["score"]) for c in find_correlations("ep1", out=tmp_path)["correlations"]][:3] == [("ep2", 1.0), ("sem1", 1.0), ("proc1", 1.0)]
+    graph = build_correlation_graph("ep1", max_depth=1, out=tmp_path)
+    assert [n["id"] for n in graph["nodes"] if n["depth"] == 1][:3] == ["ep2", "sem1", "proc1"]
