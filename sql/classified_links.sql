@@ -172,7 +172,8 @@ rules as (
                 subject_overlap >= $contradiction_min_overlap and (value_conflict or exclusive_conflict)
                 or antonym_conflict and coalesce(
                     len(list_filter(list_intersect(a_subject, b_subject), lambda w: not list_contains(opposite_groups, w)))
-                    / nullif(len(list_distinct(list_concat(a_subject, b_subject))) - len(opposite_groups), 0), 0.0) >= $contradiction_min_overlap
+                    / nullif(len(list_filter(list_distinct(list_concat(a_subject, b_subject)), lambda w: not list_contains(opposite_groups, w))), 0), 0.0)
+                    >= $contradiction_min_overlap
                 or subject_overlap >= $contradiction_min_overlap * 0.5 and (a_negates_b or b_negates_a)
             )
             and not same_text as is_conflict,

@@ -180,6 +180,9 @@ def test_since_a_pr_does_not_make_a_causal_link():
         ("A man is filling a plastic container", "A man is emptying a plastic container", "Contradiction: opposite fill"),
         ("A boy is running towards the fishing line", "A boy is running away from the fishing line",
          "Contradiction: opposite toward"),
+        # a particle that says the opposite state of one verb (not a particle alone: "on Friday")
+        ("Dark mode is turned on in the admin console", "Dark mode was switched off in the admin console", "Contradiction: opposite turn on"),
+        ("A woman is taking off a large cloak", "A woman is putting on a large cloak", "Contradiction: opposite put on"),
         # a word naming a person is one word when a negation is matched (SICK: contradiction)
         ("There is no man in a black jacket doing tricks on a motorbike",
          "A person in a black jacket is doing tricks on a motorbike", "Contradiction: negation (no)"),
@@ -237,6 +240,7 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("A child is running in and out of the ocean waves", "The young boy is not running through the ocean waves"),
         # a denied claim of one word is not "reworded" by any other word (LoCoMo: a chat turn and its reply)
         ("Nature and quality time, can't beat it!", "It's great that you get to spend quality time in nature, so calming"),
+        ("The standup is on Friday", "The standup was called off"),
         # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
         ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
     ],

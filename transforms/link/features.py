@@ -126,16 +126,39 @@ FEATURE_SCHEMA = {
 }
 
 
+# Verbs whose particle says the opposite state ("turned on" / "turned off" the alerts, "logged in" /
+# "logged out", "put on" / "took off" the jacket, "picked up" / "put down" the bike): group, the
+# positive and the negative phrase. A particle alone ("on Friday", "off the shelf") is no opposite.
+_PARTICLE_OPPOSITES = tuple(
+    (group, re.compile(positive, re.IGNORECASE), re.compile(negative, re.IGNORECASE))
+    for group, positive, negative in (
+        ("turn on", r"\b(?:turn|switch|power)(?:s|ed|ing)?\s+on\b", r"\b(?:turn|switch|power)(?:s|ed|ing)?\s+off\b"),
+        ("log in", r"\b(?:log|sign|opt|check)(?:s|ged|ed|ging|ing)?\s+in\b", r"\b(?:log|sign|opt|check)(?:s|ged|ed|ging|ing)?\s+out\b"),
+        ("put on", r"\b(?:put|puts|putting)\s+on\b", r"\b(?:take|takes|took|taken|taking)\s+off\b"),
+        ("pick up", r"\b(?:pick|picks|picked|picking)\s+up\b", r"\b(?:put|puts|putting)\s+down\b"),
+    )
+)
+
+
 def polarity_marks(content: str) -> list[str]:
-    """'group+' / 'group-' for each polar word in the text (enable+, enable- for disable); a word
-    inside a negation's clause counts with the other sign ("not open" is open-, "does not like" like-)."""
+    """'group+' / 'group-' for each polar word or particle verb in the text (enable+, enable- for
+    disable, "turn on-" for "switched off"); one inside a negation's clause counts with the other
+    sign ("not open" is open-, "does not like" like-)."""
     spans = [(match.end(), end) for match, end in _negation_clauses(content)]
     marks = set()
+
+    def mark(group: str, sign: str, at: int) -> None:
+        if any(start <= at < end for start, end in spans):
+            sign = "-" if sign == "+" else "+"
+        marks.add(group + sign)
+
     for word in _POLAR_WORD.finditer(content):
         for group, sign in POLARITY.get(stem(word.group(0).lower()), ()):
-            if any(start <= word.start() < end for start, end in spans):
-                sign = "-" if sign == "+" else "+"
-            marks.add(group + sign)
+            mark(group, sign, word.start())
+    for group, positive, negative in _PARTICLE_OPPOSITES:
+        for pattern, sign in ((positive, "+"), (negative, "-")):
+            for found in pattern.finditer(content):
+                mark(group, sign, found.start())
     return sorted(marks)
 
 
