@@ -241,6 +241,9 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         # a denied claim of one word is not "reworded" by any other word (LoCoMo: a chat turn and its reply)
         ("Nature and quality time, can't beat it!", "It's great that you get to spend quality time in nature, so calming"),
         ("The standup is on Friday", "The standup was called off"),
+        # an exhortation denies nothing (LoCoMo: a friend's encouragement and the fact drawn from it)
+        ("Don't let the bumps in the road bring you down, keep going for your dreams",
+         "Gina tells Jon to keep going for his dreams, even when facing bumps in the road"),
         # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
         ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
     ],

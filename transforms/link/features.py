@@ -243,6 +243,9 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
     return out
 
 
+_LET = re.compile(r"\s*let\b", re.IGNORECASE)
+
+
 def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
     """Negation evidence: (first cue, negated phrases, stated terms, negation scope terms).
 
@@ -261,7 +264,9 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
         clause = content[match.end():end]
         scoped.append((match.start(), end))
         words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
-        if words:
+        # "don't let the bumps in the road bring you down" urges, it denies nothing a memory states:
+        # the clause stays a scope (two texts that both say it agree) but makes no negated phrase
+        if words and not _LET.match(clause):
             cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
             phrases.add(" ".join(words))
     plain, last = [], 0
