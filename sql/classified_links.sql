@@ -78,6 +78,11 @@ evidence as (
         -- the subject apart from the opposites themselves (subject_terms folds "sitting" and "standing"
         -- onto one group, which would count the conflict as shared subject)
         list_transform(list_intersect(a_polarity, b_polarity_flip), lambda m: regexp_replace(m, '[+-]$', '')) as opposite_groups,
+        coalesce(
+            len(list_filter(list_intersect(a_subject, b_subject), lambda w: not list_contains(opposite_groups, w)))
+            / nullif(len(list_filter(list_distinct(list_concat(a_subject, b_subject)), lambda w: not list_contains(opposite_groups, w))), 0),
+            0.0
+        ) as subject_overlap_apart_from_opposites,
         -- a different agent or object in the same event ("a man" / "a woman", "a dog" / "a cat"):
         -- a group both name whose members do not meet (a side naming both meets either)
         list_filter(
@@ -99,34 +104,36 @@ evidence as (
         -- negating side's own subject (its words outside the negation) is, for the most part, the
         -- other's: "the squirrel is not running in circles" does not deny "an animal is running in circles"
         not list_has_any(a_scope, b_scope) as negations_apart,
+        -- words of each side's negation scope, and of what it states, that the other side does not state
+        len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) as a_scope_unstated,
+        len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) as b_scope_unstated,
+        len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) as a_stated_unstated,
+        len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) as b_stated_unstated,
         negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
             and len(list_filter(b_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
-            and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 0
-            and (len(a_stated) = 0 or len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) < len(a_stated) * (1 - $contradiction_min_overlap))
+            and a_scope_unstated = 0
+            and (len(a_stated) = 0 or a_stated_unstated < len(a_stated) * (1 - $contradiction_min_overlap))
             as a_negates_b,
         negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
             and len(list_filter(a_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
-            and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 0
-            and (len(b_stated) = 0 or len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) < len(b_stated) * (1 - $contradiction_min_overlap))
+            and b_scope_unstated = 0
+            and (len(b_stated) = 0 or b_stated_unstated < len(b_stated) * (1 - $contradiction_min_overlap))
             as b_negates_a,
         -- one word of the denied claim said in other words ("no chef preparing a meal" / "a chef is
         -- preparing some food"): a word of a negated phrase and every other word the negation covers
         -- stated by the other side (a claim of one word, "can't beat it", is not reworded), which
         -- says something in its place (a word the negating side lacks; not the person words a named
         -- person states, features._content_words), the whole subject the other's (one word changed, no
-        -- more), and the two texts close
-        -- enough in meaning that the swap is a paraphrase, not another thing ("no man playing a guitar" /
-        -- "a man playing a piano" are both true)
+        -- more), and the two texts close enough in meaning that the swap is a paraphrase, not another
+        -- thing ("no man playing a guitar" / "a man playing a piano" are both true)
         negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negative) = 0
             and len(list_filter(a_negated, lambda p: list_has_any(b_stated, string_split(p, ' ')))) > 0
-            and len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) = 1
-            and len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) = 0
+            and a_scope_unstated = 1 and a_stated_unstated = 0
             and len(list_filter(b_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(a_scope, w) and not list_contains(a_stated, w))) > 0
             as a_negates_b_reworded,
         negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negative) = 0
             and len(list_filter(b_negated, lambda p: list_has_any(a_stated, string_split(p, ' ')))) > 0
-            and len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) = 1
-            and len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) = 0
+            and b_scope_unstated = 1 and b_stated_unstated = 0
             and len(list_filter(a_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(b_scope, w) and not list_contains(b_stated, w))) > 0
             as b_negates_a_reworded,
         case
@@ -170,10 +177,7 @@ rules as (
         semantic >= $contradiction_min_semantic
             and (
                 subject_overlap >= $contradiction_min_overlap and (value_conflict or exclusive_conflict)
-                or antonym_conflict and coalesce(
-                    len(list_filter(list_intersect(a_subject, b_subject), lambda w: not list_contains(opposite_groups, w)))
-                    / nullif(len(list_filter(list_distinct(list_concat(a_subject, b_subject)), lambda w: not list_contains(opposite_groups, w))), 0), 0.0)
-                    >= $contradiction_min_overlap
+                or antonym_conflict and subject_overlap_apart_from_opposites >= $contradiction_min_overlap
                 or subject_overlap >= $contradiction_min_overlap * 0.5 and (a_negates_b or b_negates_a)
             )
             and not same_text as is_conflict,
