@@ -3,8 +3,10 @@ and the graph around some memories by breadth-first expansion. Read-only, princi
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from crosstier.core.config import TIERS, Settings
@@ -27,17 +29,24 @@ def snippet(text: str | None, width: int = SNIPPET_CHARS) -> str:
     return (cut[:space] if space > width // 2 else cut).rstrip(" ,;:") + "…"
 
 
-def copy_span(metadata: str | None) -> dict[str, Any] | None:
-    """A carried-forward link's group figures (copies, days, first, last), or None."""
+def copy_group(metadata: str | None) -> str | None:
+    """The copy group a carried-forward link's metadata names ({"copy_group": key}), or None."""
     if not metadata or '"copy_group"' not in metadata:
         return None
-    import json
-
     try:
-        span = json.loads(metadata)
-    except ValueError:
+        group = json.loads(metadata).get("copy_group")
+    except (ValueError, AttributeError):
         return None
-    return {k: span.get(k) for k in ("copies", "days", "first", "last")}
+    return group if isinstance(group, str) else None
+
+
+def copy_spans(snapshot: Snapshot, groups: Iterable[str | None]) -> dict[str, dict[str, Any]]:
+    """copy group -> its figures (copies, days, first, last): read from each group's chain
+    (sql/copy_spans.sql), as no chain row holds them."""
+    groups = sorted({g for g in groups if g is not None})
+    if not groups:
+        return {}
+    return {s["copy_group"]: {k: s[k] for k in ("copies", "days", "first", "last")} for s in snapshot.rows("copy_spans", {"groups": groups})}
 
 
 def check_score(name: str, value: float | None) -> float | None:
@@ -147,7 +156,7 @@ def redact_reasons(rows: list[dict[str, Any]], hidden: set[str]) -> None:
             r["reason"] = _TOKEN.sub(lambda m: REDACTED if m.group(0) in hidden else m.group(0), r["reason"])
 
 
-def correlation_entry(row: dict[str, Any], others: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def correlation_entry(row: dict[str, Any], others: dict[str, dict[str, Any]], spans: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """A link row as find_correlations returns it, with the start of the other memory's text."""
     entry = {
         "target_id": row["other_id"],
@@ -159,7 +168,7 @@ def correlation_entry(row: dict[str, Any], others: dict[str, dict[str, Any]]) ->
         "reason": row["reason"],
         "origin": row["origin"],
     }
-    span = copy_span(row.get("metadata"))
+    span = (spans or {}).get(copy_group(row.get("metadata")) or "")
     if span is not None:
         entry["copies"] = span
     return entry
@@ -184,11 +193,13 @@ def find_correlations(
     snapshot = open_snapshot(out, settings)
     seed = require_memories(snapshot, [memory_id], principal=principal, namespace=namespace)
     rows, others = visible_links(snapshot, seed, principal=principal, min_score=min_score, types=types)
+    shown = rows[:max_results]
+    spans = copy_spans(snapshot, (copy_group(r.get("metadata")) for r in shown))
     return {
         "memory_id": memory_id,
         "memory_snippet": snippet(seed[memory_id]["content"]),
         "memory_tier": seed[memory_id]["tier"],
-        "correlations": [correlation_entry(r, others) for r in rows[:max_results]],
+        "correlations": [correlation_entry(r, others, spans) for r in shown],
         "total_found": len(rows),
     }
 
@@ -234,6 +245,7 @@ def build_correlation_graph(
         nodes[i] = {"id": i, "snippet": snippet(m["content"]), "tier": m["tier"], "namespace": m["namespace"], "depth": 0,
                     "parent": None, "relationship_type": None, "direction": None, "score": None}
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+    chained: dict[tuple[str, str, str], str] = {}  # carried-forward edges: their copy group
     frontier = list(nodes)
     truncated = False
     for depth in range(1, max_depth + 1):
@@ -263,8 +275,12 @@ def build_correlation_graph(
             if key not in edges:
                 edges[key] = {"source_id": r["source_id"], "target_id": r["target_id"], "relationship_type": r["stored_type"],
                               "score": r["score"], "reason": r["reason"], "origin": r["origin"]}
-                span = copy_span(r.get("metadata"))
-                if span is not None:
-                    edges[key]["copies"] = span
+                group = copy_group(r.get("metadata"))
+                if group is not None:
+                    chained[key] = group
         frontier = next_frontier
+    spans = copy_spans(snapshot, chained.values())
+    for key, group in chained.items():
+        if group in spans:
+            edges[key]["copies"] = spans[group]
     return {"nodes": list(nodes.values()), "edges": list(edges.values()), "truncated": truncated}

@@ -55,9 +55,10 @@ def test_copies_chain_along_time_and_link_once_outward():
     links = links_of(frame)
     inside = links.filter(pl.col("source_id").str.starts_with("c") & pl.col("target_id").str.starts_with("c"))
     assert sorted(zip(inside["source_id"], inside["target_id"])) == [("c0", "c1"), ("c1", "c2"), ("c2", "c3")]
-    assert set(inside["reason"]) == {"Carried forward (appears on 4 days, first 2026-04-03, last 2026-04-06)"}
+    # each row names only its two ends, so a new copy adds a row and changes none (the watcher's delta)
+    assert set(inside["reason"]) == {"Carried forward (same text, 1 day later)"}
     assert set(inside["relationship_type"]) == {"temporal_sequence"}
-    assert json.loads(inside["metadata"][0])["days"] == 4
+    assert {json.dumps(json.loads(m)) for m in inside["metadata"]} == {json.dumps({"copy_group": copy_groups(frame).filter(pl.col("id") == "c0")["copy_key"][0]})}
     outward = links.filter((pl.col("source_id") == "fact") | (pl.col("target_id") == "fact"))
     assert outward.height == 1  # the group counts once for the fact
 
@@ -84,7 +85,7 @@ def test_copy_groups_and_collapse_are_order_independent():
     assert dict(zip(groups["id"], groups["copy_rank"])) == {"a": 1, "b": 2}
     assert copy_groups(frame.reverse()).sort("id").equals(groups.sort("id"))
     chain = carried_forward_links(frame, groups, 7.0)
-    assert list(zip(chain["source_id"], chain["target_id"])) == [("a", "b")]
+    assert list(zip(chain["source_id"], chain["target_id"], chain["reason"])) == [("a", "b", "Carried forward (same text, 1 day later)")]
     links = pl.DataFrame({
         "source_id": ["a", "b", "a"], "target_id": ["z", "z", "b"], "score": [0.7, 0.9, 1.0], "cross_reference": [0.0, 0.0, 0.0],
         "origin": ["discovered"] * 3, "namespace": ["default"] * 3,
@@ -213,3 +214,23 @@ def test_a_cosine_the_model_cannot_vouch_for_makes_no_link_alone():
         {"id": "b", "tier": "semantic", "content": "深圳天气查询恢复正常"},
     )
     assert scored_links(sharing, same(2), low).height == 1  # shared terms vouch for it
+
+
+def test_a_chain_row_says_the_days_between_its_two_ends_and_none_when_undated():
+    frame = memories(
+        {"id": "a", "tier": "episodic", "content": "Still open: water the plants", "timestamp": at(days=0)},
+        {"id": "b", "tier": "episodic", "content": "Still open: water the plants", "timestamp": at(days=0, hours=5)},
+        {"id": "c", "tier": "episodic", "content": "Still open: water the plants", "timestamp": at(days=3)},
+        {"id": "d", "tier": "semantic", "content": "Still open: water the plants"},
+    )
+    chain = carried_forward_links(frame, copy_groups(frame), 7.0)
+    assert list(zip(chain["source_id"], chain["target_id"], chain["reason"])) == [
+        ("a", "b", "Carried forward (same text, same day)"),
+        ("b", "c", "Carried forward (same text, 3 days later)"),
+        ("c", "d", "Carried forward (same text)"),  # undated last
+    ]
+    # a new copy adds one row and leaves the others as they were
+    longer = pl.concat([frame, memories({"id": "e", "tier": "episodic", "content": "Still open: water the plants", "timestamp": at(days=4)})], how="vertical")
+    grown = carried_forward_links(longer, copy_groups(longer), 7.0)
+    kept = grown.join(chain, on=grown.columns, how="semi", nulls_equal=True)
+    assert kept.height == chain.height - 1 and grown.height == chain.height + 1  # c -> d becomes c -> e -> d (undated last)

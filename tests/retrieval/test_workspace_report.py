@@ -64,7 +64,7 @@ def test_each_copy_links_to_at_most_two_of_its_copies(tables):
         assert len(inside) == len(ids) - 1, inside  # a chain along time
         for i in ids:
             assert sum(i in (s, t) for s, t, _, _ in inside) <= 2
-        assert all(kind == "temporal_sequence" and reason.startswith("Carried forward (appears on") for _, _, kind, reason in inside)
+        assert all(kind == "temporal_sequence" and reason.startswith("Carried forward (same text") for _, _, kind, reason in inside)
 
 
 def test_a_copy_group_links_once_to_anything_else(tables):
@@ -118,8 +118,10 @@ def test_cli_json_and_text_show_text(out, tables):
     result = json.loads(done.stdout)
     assert result["memory_snippet"].startswith("Still open: Renew the TLS certificate")
     assert [c["target_snippet"] for c in result["correlations"] if c.get("copies")][0].startswith("Still open: Renew the TLS")
+    # the group's span is read from its chain, as no chain row names it
+    assert [c["copies"] for c in result["correlations"] if c.get("copies")][0] == {"copies": 3, "days": 3, "first": "2026-06-12", "last": "2026-06-14"}
     text = run("correlations", first).stdout
-    assert "Still open: Renew the TLS certificate" in text and "Carried forward (appears on 3 days" in text
+    assert "Still open: Renew the TLS certificate" in text and "Carried forward (same text, 1 day later)" in text
 
 
 def test_report_speaks_of_the_memory_and_its_neighbourhood(out, tables):

@@ -79,55 +79,40 @@ def copy_groups(memories: pl.DataFrame) -> pl.DataFrame:
     return grouped.select("id", "copy_key", "copy_rank", pl.col("copies").cast(pl.Int64))
 
 
-def _group_spans(memories: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
-    """Per group (copy_key): how many copies, on how many days, the first and last day (iso, null when undated)."""
-    day = pl.col("timestamp").dt.date()
-    return (
-        groups.join(memories.select("id", "timestamp"), on="id", how="left")
-        .group_by("copy_key")
-        .agg(pl.len().cast(pl.Int64).alias("span_copies"), day.drop_nulls().n_unique().cast(pl.Int64).alias("span_days"),
-             day.min().cast(pl.String).alias("span_first"), day.max().cast(pl.String).alias("span_last"))
-    )
-
-
-def _quoted_or_null(column: str) -> pl.Expr:
-    return pl.when(pl.col(column).is_null()).then(pl.lit("null")).otherwise(pl.lit('"') + pl.col(column) + pl.lit('"'))
-
-
 def carried_forward_links(memories: pl.DataFrame, groups: pl.DataFrame, tau_days: float) -> pl.DataFrame:
-    """Each copy linked to the next in time: temporal_sequence, reason "Carried forward (appears on ...)".
+    """Each copy linked to the next in time: temporal_sequence, reason "Carried forward (same text, 2 days later)".
 
     Built column-wise: a frequent filler ("ok", "sure") has thousands of copies, and a row
-    at a time cost ~0.15 s a watcher micro-batch. The reason says the group's span ("appears
-    on 3 days, first 2026-05-12, last 2026-05-14", or "appears 3 times" when undated) and the
-    metadata is that span as JSON with sorted keys, as json.dumps(..., sort_keys=True) wrote it."""
+    at a time cost ~0.15 s a watcher micro-batch. A row says only what its two ends decide:
+    the days between them ("same day", "2 days later", none when either is undated) and, as
+    metadata, the group ({"copy_group": key}). The group's span (how many copies, on which
+    days) is read from its chain by the read side (sql/copy_spans.sql): a row that named it
+    changed with every new copy, so a watcher appending one "ok" republished all its chain."""
     if groups.height == 0:
         return pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     info = memories.select("id", "tier", "namespace", "timestamp")
     ordered = groups.join(info, on="id", how="left").sort("copy_key", "copy_rank")
     previous = {column: pl.col(column).shift(1).over("copy_key") for column in ("id", "tier", "timestamp")}
     seconds = (pl.col("timestamp") - previous["timestamp"]).dt.total_microseconds().abs().cast(pl.Float64) / 1e6
-    days = pl.col("span_days")
-    appears = (
-        pl.when(days > 0)
-        .then(pl.format("appears on {} day{}, first {}, last {}", days, pl.when(days != 1).then(pl.lit("s")).otherwise(pl.lit("")),
-                        pl.col("span_first"), pl.col("span_last")))
-        .otherwise(pl.format("appears {} times", pl.col("span_copies")))
+    gap = (pl.col("timestamp").dt.date() - previous["timestamp"].dt.date()).dt.total_days()
+    later = (
+        pl.when(gap.is_null()).then(pl.lit("same text"))
+        .when(gap == 0).then(pl.lit("same text, same day"))
+        .when(gap == 1).then(pl.lit("same text, 1 day later"))
+        .otherwise(pl.format("same text, {} days later", gap))
     )
-    metadata = pl.format('{{"copies": {}, "copy_group": "{}", "days": {}, "first": {}, "last": {}}}',
-                         pl.col("span_copies"), pl.col("copy_key"), days, _quoted_or_null("span_first"), _quoted_or_null("span_last"))
     links = (
-        ordered.with_columns(_previous_id=previous["id"], _previous_tier=previous["tier"], _seconds=seconds)
+        ordered.with_columns(_previous_id=previous["id"], _previous_tier=previous["tier"], _seconds=seconds, _later=later)
         .filter(pl.col("_previous_id").is_not_null())
-        .join(_group_spans(memories, groups), on="copy_key", how="left")
         .select(
             pl.col("_previous_id").alias("source_id"), pl.col("_previous_tier").alias("source_tier"),
             pl.col("id").alias("target_id"), pl.col("tier").alias("target_tier"),
             pl.lit("temporal_sequence").alias("relationship_type"), pl.lit(1.0).alias("score"), pl.lit(1.0).alias("semantic"),
             pl.lit(1.0).alias("co_occurrence"), (-pl.col("_seconds") / (86400.0 * tau_days)).exp().alias("temporal"),
             pl.lit(0.0).alias("cross_reference"), pl.lit(None, dtype=pl.Float64).alias("cosine"),
-            pl.format("Carried forward ({})", appears).alias("reason"),
-            pl.lit("discovered").alias("origin"), "namespace", pl.lit(None, dtype=pl.String).alias("run_id"), metadata.alias("metadata"),
+            pl.format("Carried forward ({})", pl.col("_later")).alias("reason"),
+            pl.lit("discovered").alias("origin"), "namespace", pl.lit(None, dtype=pl.String).alias("run_id"),
+            pl.format('{{"copy_group": "{}"}}', pl.col("copy_key")).alias("metadata"),
         )
     )
     return links.cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names())
