@@ -443,11 +443,12 @@ def without_boilerplate(content: str) -> str:
 _NOT_A_UNIT = frozenset(("until", "till", "since", "before", "after", "from", "to", "and", "or", "in", "on", "at", "by", "for", "with"))
 
 
-def value_labels(content: str) -> list[str]:
+def value_labels(content: str, plain: str | None = None) -> list[str]:
     """'subject=label' for each stated value: the clause's first content word and the word after
-    the value ("Kanban board holds 16 ideas" -> "hold=Kanban ideas"), to say what changed."""
+    the value ("Kanban board holds 16 ideas" -> "hold=Kanban ideas"), to say what changed.
+    `plain`: without_boilerplate(content), where the caller has it."""
     out = set()
-    text = without_boilerplate(content)
+    text = without_boilerplate(content) if plain is None else plain
     for match in _VALUE.finditer(text):
         subject = _subject_before(text[: match.start()])
         if subject is None:
@@ -514,9 +515,10 @@ def _text_features(content: str, ids: set[str]) -> tuple:
     cue, negated, stated, scope = negated_terms(content)
     scope = sorted(set(scope) | set(lexical_negation_scope(content)))
     marks = polarity_marks(content)
+    plain = without_boilerplate(content)
     flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
     return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip,
-            value_terms(without_boilerplate(content)), *causal_cue(content), copy_text(content), value_labels(content))
+            value_terms(plain), *causal_cue(content), copy_text(content), value_labels(content, plain))
 
 
 def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:

@@ -243,7 +243,7 @@ def scored_links_with_count(
     if within_cap is None:
         pairs = candidate_pairs(frame, vectors, scoring, focus, copy_keys=keys)
         return classified_pairs(frame, vectors, pairs, scoring), pairs.height
-    reach = by_row(cap_reach(frame, within_cap), frame)
+    reach = by_row(cap_reach(frame, within_cap, groups=copies.copy_groups(frame, keys)), frame)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
     # each pair is scored in the block of its first focus end (a non-focus end never leads a block)
     block_of = np.full(frame.height, np.iinfo(np.int64).max, dtype=np.int64)
