@@ -250,6 +250,7 @@ def scored_links_with_count(
     block_of[rows] = np.arange(len(rows)) // _BLOCK_ROWS
     ranked = ranked_terms(frame)
     kept: list[pl.DataFrame] = []
+    held = pruned = 0  # rows held, and rows the last prune left
     scored = 0
     blocks = -(-len(rows) // _BLOCK_ROWS)
     for block in range(blocks):
@@ -259,10 +260,16 @@ def scored_links_with_count(
         pairs = pairs.filter(pl.Series(lead == block))
         scored += pairs.height
         # only what pruning needs is held between blocks; the survivors are scored again at the end
-        qualifying = qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "score", "cross_reference")
-        kept = [within_reach(pl.concat([*kept, qualifying]), reach, ("a_idx", "b_idx"))]
+        kept.append(qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "score", "cross_reference"))
+        held += kept[-1].height
+        # pruned again once what is held has doubled, and after the last block: a prune is safe
+        # on any subset and the last one sees every memory's top k, so the links are the same,
+        # and the work stays linear (a prune after every block re-read all the links kept so far)
+        if block == blocks - 1 or held > 2 * max(pruned, _BLOCK_ROWS * within_cap):
+            kept = [within_reach(pl.concat(kept), reach, ("a_idx", "b_idx"))]
+            held = pruned = kept[0].height
         if progress is not None:
-            progress(block + 1, blocks, scored, kept[0].height)
+            progress(block + 1, blocks, scored, held)
     if not kept:
         return empty_scored_links(), scored
     survivors = kept[0].select("a_idx", "b_idx").sort("a_idx", "b_idx")
