@@ -137,6 +137,13 @@ def test_negation_evidence_is_phrases_and_the_terms_stated_outside_negation():
     assert scope == ["indent", "prefer", "tab"]
 
 
+def test_a_hypothetical_clause_is_a_scope_and_its_negation_no_phrase():
+    cue, phrases, stated, scope = negated_terms("Anyone else would quit by now. I keep running marathons.")
+    assert (cue, phrases) == (None, []) and "quit" in scope and "quit" not in stated and "marathon" in stated
+    cue, phrases, _, _ = negated_terms("It would not surprise me. She does not drink coffee.")
+    assert cue == "not" and phrases == ["drink coffe"]  # the supposing clause's negation makes no phrase
+
+
 def test_values_keep_every_value_of_a_subject():
     assert value_terms("CI tests Python 3.11 and 3.12, deploy tool v2.9") == ["python=3.11", "python=3.12", "tool=2.9"]
 
@@ -244,6 +251,10 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         # an exhortation denies nothing (LoCoMo: a friend's encouragement and the fact drawn from it)
         ("Don't let the bumps in the road bring you down, keep going for your dreams",
          "Gina tells Jon to keep going for his dreams, even when facing bumps in the road"),
+        # a clause that supposes or advises states nothing a negation could deny (LoCoMo conv-30)
+        ("Thanks, Gina! I won't quit. I'm gonna keep going, whatever comes my way.",
+         "You should get to the point where anyone else would quit and you're not going to stop there."),
+        ("The release isn't ready", "If the release is ready, tag it"),
         # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
         ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
     ],

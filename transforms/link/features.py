@@ -244,6 +244,21 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
 
 
 _LET = re.compile(r"\s*let\b", re.IGNORECASE)
+# A clause that supposes, wishes or advises states nothing: "anyone else would quit", "you should
+# stop", "if it rains". Its words are a scope, not stated, so a negation elsewhere does not deny
+# them ("I won't quit" / "... where anyone else would quit"), and a negation inside it makes no
+# negated phrase ("if you don't stop ..."): a false contradiction costs more than a missed one.
+_HYPOTHETICAL = re.compile(r"\b(?:would|could|might|should|if|unless|whether)\b", re.IGNORECASE)
+
+
+def _hypothetical_clauses(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each clause (between _CLAUSE_END marks) with a _HYPOTHETICAL word."""
+    out, start = [], 0
+    for clause in _CLAUSE_END.split(content):
+        if _HYPOTHETICAL.search(clause):
+            out.append((start, start + len(clause)))
+        start += len(clause) + 1
+    return out
 
 
 def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
@@ -259,18 +274,20 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     """
     cue = None
     phrases = set()
-    scoped = []  # (start, end) of each cue and its scope
+    supposed = _hypothetical_clauses(content)
+    scoped = list(supposed)  # (start, end) of each cue and its scope, and of each hypothetical clause
     for match, end in _negation_clauses(content):
         clause = content[match.end():end]
         scoped.append((match.start(), end))
         words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
         # "don't let the bumps in the road bring you down" urges, it denies nothing a memory states:
         # the clause stays a scope (two texts that both say it agree) but makes no negated phrase
-        if words and not _LET.match(clause):
+        hypothetical = any(start <= match.start() < stop for start, stop in supposed)
+        if words and not _LET.match(clause) and not hypothetical:
             cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
             phrases.add(" ".join(words))
     plain, last = [], 0
-    for start, end in scoped:
+    for start, end in sorted(scoped):
         if start > last:
             plain.append(content[last:start])
         last = max(last, end)
