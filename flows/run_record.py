@@ -25,6 +25,7 @@ from crosstier.core.writer_lock import writer_lock
 from crosstier.transforms.partitions import removed_work
 from crosstier.transforms.embed.text import CONTEXT_WEIGHT, SESSION_ORDER
 from crosstier.transforms.link.copies import PAIRS_INSIDE_A_GROUP
+from crosstier.transforms.link.links import rules_fingerprint
 from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
 from crosstier.transforms.publish import snapshot as publish
@@ -43,9 +44,11 @@ def calibration_label(settings: Settings) -> str:
 
 def settings_fingerprint(settings: Settings) -> str:
     """What every link depends on besides the memories: scoring, its calibration's maps, how
-    turns take context, and the embedding model. A change to any makes the next run full."""
+    turns take context, the embedding model, and the rules' code (links.rules_fingerprint).
+    A change to any makes the next run full."""
     relevant = {"scoring": dataclasses.asdict(settings.scoring), "model": settings.embedding.model, "backend": settings.embedding.backend, "precision": settings.embedding.precision,
-                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT, SESSION_ORDER), "copies": PAIRS_INSIDE_A_GROUP}
+                "calibration": calibration_label(settings), "context": ("vectors", CONTEXT_WEIGHT, SESSION_ORDER), "copies": PAIRS_INSIDE_A_GROUP,
+                "rules": rules_fingerprint()}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -117,3 +117,23 @@ def test_a_calibration_changes_scores_through_the_scoring_settings(tmp_path):
     assert bundled["cosine"] == linear["cosine"] == pytest.approx(0.5)
     assert linear["semantic"] == pytest.approx(0.5) and bundled["semantic"] > 0.8
     assert math.isclose(linear["score"], 0.4 * 0.5 / 0.65, rel_tol=1e-9)
+
+
+def test_a_release_that_changes_a_rule_makes_the_next_run_full(tmp_path, monkeypatch):
+    """An incremental run keeps the stored rows of every pair it does not score again, so the
+    rules' code is in the fingerprint: a changed classification makes the next run full."""
+    from crosstier.flows.run_record import settings_fingerprint
+    from crosstier.transforms.link import links
+
+    settings = settings_from_dict({}, base=tmp_path, env={})
+    before = settings_fingerprint(settings)
+    assert settings_fingerprint(settings) == before  # steady while nothing changes
+    load = links.sql.load
+    monkeypatch.setattr(links.sql, "load", lambda name: load(name) + ("\n-- a changed rule" if name == "classified_links" else ""))
+    links.rules_fingerprint.cache_clear()
+    try:
+        assert settings_fingerprint(settings) != before
+    finally:
+        monkeypatch.undo()
+        links.rules_fingerprint.cache_clear()
+    assert settings_fingerprint(settings) == before

@@ -6,10 +6,14 @@ SQL in sql/ (pair_scores, classified_links, capped_links), run on an in-memory D
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib
 import os
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -30,6 +34,25 @@ _COSINE_CHUNK = 2048  # pairs per gather: two float32 blocks and their float64 p
 _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
 _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
+
+
+# What decides a link's row besides the settings and the memories: the scoring, classifying and
+# capping SQL and the code of the evidence. Their text is part of the settings fingerprint
+# (flows/run_record.py), so a release that changes a rule makes the next run full: an
+# incremental run would keep the old rule's rows for every pair it does not score again.
+RULE_SQL = ("pair_scores", "qualifying_pairs", "classified_links", "capped_links")
+RULE_MODULES = ("crosstier.transforms.link.features", "crosstier.transforms.link.terms", "crosstier.transforms.link.copies", __name__)
+
+
+@functools.cache
+def rules_fingerprint() -> str:
+    """A hash of the text of RULE_SQL and RULE_MODULES."""
+    digest = hashlib.sha256()
+    for name in RULE_SQL:
+        digest.update(sql.load(name).encode("utf-8"))
+    for module in RULE_MODULES:
+        digest.update(Path(importlib.import_module(module).__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 _DATABASES = threading.local()  # per thread: (pid, in-memory database) for _connection
