@@ -348,13 +348,13 @@ def test_mapped_tasks_take_and_return_partition_paths_and_no_run_leaves_them_beh
 
 def test_mapped_tasks_run_a_bounded_number_at_once():
     """Unbounded, Prefect ran every namespace's score task at once (a thread each): 100
-    namespaces peaked at 4.4 GiB and load 9 on 2 cores. One per core, or Prefect's setting."""
+    namespaces peaked at 4.4 GiB and load 9 on 2 cores. One per core (at least 4), or Prefect's setting."""
     from prefect.settings import PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS, temporary_settings
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from crosstier.flows.correlate import correlate, local_task_threads
 
     assert isinstance(correlate.task_runner, ThreadPoolTaskRunner)
-    assert correlate.task_runner._max_workers == local_task_threads() == max(2, os.cpu_count() or 2)
+    assert correlate.task_runner._max_workers == local_task_threads() == max(4, os.cpu_count() or 4)
     with temporary_settings({PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS: 3}):
         assert local_task_threads() == 3
