@@ -49,6 +49,13 @@ def copy_spans(snapshot: Snapshot, groups: Iterable[str | None]) -> dict[str, di
     return {s["copy_group"]: {k: s[k] for k in ("copies", "days", "first", "last")} for s in snapshot.rows("copy_spans", {"groups": groups})}
 
 
+def span_text(copies: dict[str, Any]) -> str:
+    """A copy group's figures in words: "appears on 3 days, first D1, last D2", or "appears 3 times" undated."""
+    if copies.get("days"):
+        return f"appears on {copies['days']} days, first {copies['first']}, last {copies['last']}"
+    return f"appears {copies['copies']} times"
+
+
 def check_score(name: str, value: float | None) -> float | None:
     """A score bound in [0, 1] or None."""
     if value is None:

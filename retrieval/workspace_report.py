@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from crosstier.core.config import TIERS, Settings
-from crosstier.retrieval.correlations import build_correlation_graph, find_correlations, snippet
+from crosstier.retrieval.correlations import build_correlation_graph, find_correlations, snippet, span_text
 from crosstier.retrieval.snapshot import open_snapshot
 
 STRONG_LINK_SCORE = 0.85  # a direct correlation at or above this is recommended as strong
@@ -69,9 +69,7 @@ def recommendations_for(
         out.append(f"**Orphan memory** — {memory_id} has no correlations; the unlinked memories beside it are listed below")
     copies = next((c["copies"] for c in direct["correlations"] if c.get("copies")), None)
     if copies:
-        days = (f"appears on {copies['days']} days, first {copies['first']}, last {copies['last']}" if copies.get("days")
-                else f"appears {copies['copies']} times")
-        out.append(f"**Carried forward** — this memory {days}: settle it, or keep it once (MEMORY.md) instead of copying it on")
+        out.append(f"**Carried forward** — this memory {span_text(copies)}: settle it, or keep it once (MEMORY.md) instead of copying it on")
     for c in [c for c in direct["correlations"] if (c["reason"] or "").startswith("Changed:")][:MAX_LISTED]:
         out.append(f"**State changed** — {c['reason']}: {c['target_id']} {_quoted(c['target_snippet'])}; check which one holds now")
     for c in [c for c in direct["correlations"] if c["score"] >= STRONG_LINK_SCORE and not c.get("copies")][:MAX_LISTED]:

@@ -105,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def correlations(args: argparse.Namespace, settings) -> int:
-    from crosstier.retrieval.correlations import find_correlations
+    from crosstier.retrieval.correlations import find_correlations, span_text
 
     result = find_correlations(
         args.memory_id, max_results=args.max_results, min_score=args.min_score, relationship_types=args.types,
@@ -119,7 +119,9 @@ def correlations(args: argparse.Namespace, settings) -> int:
     if result.get("memory_snippet"):
         print(f"  {result['memory_snippet']}")
     if shown:
-        rows = [(c["target_id"], c["target_snippet"], c["target_tier"], c["relationship_type"], c["direction"], f"{c['score']:.2f}", c["reason"])
+        # a carried-forward link's reason names its two ends; the group's span is said beside it
+        rows = [(c["target_id"], c["target_snippet"], c["target_tier"], c["relationship_type"], c["direction"], f"{c['score']:.2f}",
+                 c["reason"] + (f"; {span_text(c['copies'])}" if c.get("copies") else ""))
                 for c in result["correlations"]]
         print(table(["target", "text", "tier", "relationship", "dir", "score", "reason"], rows))
     return 0

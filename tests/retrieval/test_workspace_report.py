@@ -121,7 +121,8 @@ def test_cli_json_and_text_show_text(out, tables):
     # the group's span is read from its chain, as no chain row names it
     assert [c["copies"] for c in result["correlations"] if c.get("copies")][0] == {"copies": 3, "days": 3, "first": "2026-06-12", "last": "2026-06-14"}
     text = run("correlations", first).stdout
-    assert "Still open: Renew the TLS certificate" in text and "Carried forward (same text, 1 day later)" in text
+    assert "Still open: Renew the TLS certificate" in text
+    assert "Carried forward (same text, 1 day later); appears on 3 days, first 2026-06-12, last 2026-06-14" in text
 
 
 def test_report_speaks_of_the_memory_and_its_neighbourhood(out, tables):
