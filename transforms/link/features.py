@@ -245,9 +245,10 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
 
 _LET = re.compile(r"\s*let\b", re.IGNORECASE)
 # A clause that supposes, wishes or advises states nothing: "anyone else would quit", "you should
-# stop", "if it rains". Its words are a scope, not stated, so a negation elsewhere does not deny
-# them ("I won't quit" / "... where anyone else would quit"), and a negation inside it makes no
-# negated phrase ("if you don't stop ..."): a false contradiction costs more than a missed one.
+# stop", "if it rains". A negation inside it makes no negated phrase ("if you don't stop ..."), and
+# in a text with no other negation its words are a scope, not stated, so a negation elsewhere does
+# not deny them ("I won't quit" / "... where anyone else would quit"): a false contradiction
+# costs more than a missed one.
 _HYPOTHETICAL = re.compile(r"\b(?:would|could|might|should|if|unless|whether)\b", re.IGNORECASE)
 
 
@@ -275,7 +276,7 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     cue = None
     phrases = set()
     supposed = _hypothetical_clauses(content)
-    scoped = list(supposed)  # (start, end) of each cue and its scope, and of each hypothetical clause
+    scoped = []  # (start, end) of each cue and its scope
     for match, end in _negation_clauses(content):
         clause = content[match.end():end]
         scoped.append((match.start(), end))
@@ -286,6 +287,11 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
         if words and not _LET.match(clause) and not hypothetical:
             cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
             phrases.add(" ".join(words))
+    if not phrases:
+        # a text that denies nothing: what it supposes is a scope. One that denies something
+        # keeps every word it states (the subject its negation must share with the other side),
+        # so the rule only ever takes contradictions away
+        scoped.extend(supposed)
     plain, last = [], 0
     for start, end in sorted(scoped):
         if start > last:
