@@ -140,10 +140,13 @@ def test_negation_evidence_is_phrases_and_the_terms_stated_outside_negation():
 def test_a_hypothetical_clause_is_a_scope_and_its_negation_no_phrase():
     cue, phrases, stated, scope = negated_terms("Anyone else would quit by now. I keep running marathons.")
     assert (cue, phrases) == (None, []) and "quit" in scope and "quit" not in stated and "marathon" in stated
-    cue, phrases, stated, _ = negated_terms("It would not surprise me. She does not drink coffee.")
+    cue, phrases, _, _ = negated_terms("It would not surprise me. She does not drink coffee.")
     assert cue == "not" and phrases == ["drink coffe"]  # the supposing clause's negation makes no phrase
     # a text that denies something keeps every word it states, so its subject is not made shorter
-    assert "surpris" in stated
+    _, _, stated, scope = negated_terms("The match would move indoors. She does not drink coffee.")
+    assert {"match", "indoor"} <= set(stated) and "match" not in scope
+    _, _, stated, scope = negated_terms("The match would move indoors. She drinks coffee.")
+    assert "match" in scope and "match" not in stated
 
 
 def test_values_keep_every_value_of_a_subject():
