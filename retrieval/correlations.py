@@ -175,9 +175,9 @@ def correlation_entry(row: dict[str, Any], others: dict[str, dict[str, Any]], sp
         "reason": row["reason"],
         "origin": row["origin"],
     }
-    span = (spans or {}).get(copy_group(row.get("metadata")) or "")
-    if span is not None:
-        entry["copies"] = span
+    group = copy_group(row.get("metadata"))
+    if spans and group in spans:
+        entry["copies"] = spans[group]
     return entry
 
 
