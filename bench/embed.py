@@ -133,7 +133,7 @@ def main() -> int:
     export_s, onnx_enc = timed(lambda: embed.load_encoder(device="cpu", backend="onnx", cache_dir=work / "models").load())
     default_enc = embed.load_encoder(device="cpu")  # what a run on this CPU uses
     default = {("torch", "fp32"): "torch", ("torch", "bf16"): "bf16", ("onnx", "fp32"): "onnx"}[(default_enc.backend, default_enc.precision)]
-    print(f"bf16 in hardware (AMX): {embed_encoders.cpu_has_fast_bf16()}; default CPU path: {default_enc.backend} {default_enc.precision}", flush=True)
+    print(f"bf16 in hardware (AVX-512 BF16, with or without AMX): {embed_encoders.cpu_has_fast_bf16()}; default CPU path: {default_enc.backend} {default_enc.precision}", flush=True)
     from sentence_transformers import SentenceTransformer
 
     bare_model = SentenceTransformer(embed.resolve_model("all-MiniLM-L6-v2"), device="cpu")

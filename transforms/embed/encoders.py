@@ -79,22 +79,26 @@ def resolve_backend(backend: str, device: str, info: ModelInfo) -> str:
 
 
 def cpu_has_fast_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices in hardware (AMX tiles with bf16)."""
+    """Whether this CPU multiplies bfloat16 matrices in hardware: AVX-512 BF16 dot products,
+    with or without AMX tiles. Both run bf16 autocast well over the float32 rate (AMX 2.0-2.6x;
+    a 2-core AMD EPYC with AVX-512 BF16 and no AMX 2.4-2.6x, bench/embed.py); without them
+    oneDNN emulates bf16, which is slower than float32."""
     import torch
 
-    probes = (getattr(torch.cpu, "_is_amx_tile_supported", None), getattr(torch.cpu, "_is_avx512_bf16_supported", None))
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
     try:
-        return all(probe is not None and probe() for probe in probes)
-    except RuntimeError:  # a torch build without the probes' kernels
+        return probe is not None and bool(probe())
+    except RuntimeError:  # a torch build without the probe's kernels
         return False
 
 
 def resolve_precision(precision: str, device: str, backend: str) -> str:
     """fp32 or bf16 for a resolved device and backend.
 
-    `auto` picks bf16 only for torch on a CPU with AMX: there it ran 2-2.6x the float32 rate
-    with vectors at cosine >= 0.9999 to float32 (bench/embed.py). Elsewhere float32 stays:
-    emulated bf16 is slower, and on CUDA bf16 has not been measured here.
+    `auto` picks bf16 only for torch on a CPU with bf16 in hardware (cpu_has_fast_bf16):
+    there it ran 2-2.6x the float32 rate with vectors at cosine >= 0.9999 to float32
+    (bench/embed.py). Elsewhere float32 stays: emulated bf16 is slower, and on CUDA bf16 has
+    not been measured here.
     """
     if precision not in PRECISIONS:
         raise EmbeddingError(f"embedding precision {precision!r} is unknown (known: {', '.join(PRECISIONS)})")
