@@ -29,6 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
+try:  # the watcher has torch loaded with its model; the partner search uses it (candidates.bf16_torch)
+    import torch  # noqa: E402,F401
+except ImportError:  # pragma: no cover
+    pass
+
 from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import live
-from crosstier.transforms.link.candidates import candidate_pairs, partner_cosine_floor, partner_pairs
+from crosstier.transforms.link.candidates import _BF16_PRODUCT_ERROR, candidate_pairs, focus_products, partner_cosine_floor, partner_pairs
 from crosstier.transforms.link.links import classified_pairs, link_memories, unit_rows
 from crosstier.transforms.link.terms import with_terms
 
@@ -43,15 +43,22 @@ def pair_set(pairs: pl.DataFrame) -> set[tuple[int, int]]:
     return set(pairs.select("a_idx", "b_idx").iter_rows())
 
 
+def products(kind: str):
+    """The focus products' kernel: numpy float32, or torch bfloat16 (emulated where the CPU
+    has no bf16 units: the same numbers, slower)."""
+    return None if kind == "float32" else pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("kind", ["float32", "bfloat16"])
 @pytest.mark.parametrize("scoring", SETTINGS)
 @pytest.mark.parametrize("seed", range(4))
-def test_partner_pairs_hold_candidate_pairs_and_score_to_the_same_links(generated, scoring, seed):
+def test_partner_pairs_hold_candidate_pairs_and_score_to_the_same_links(generated, scoring, seed, kind):
     frame, vectors = generated
     assert frame.height < scoring.ann_min_memories  # candidate_pairs' own search is exact here
     rng = np.random.default_rng(seed)
     focus = pl.Series(rng.random(frame.height) < [0.002, 0.01, 0.03, 0.1][seed])
     want = candidate_pairs(frame, vectors, scoring, focus)
-    got = partner_pairs(frame, vectors, scoring, focus)
+    got = partner_pairs(frame, vectors, scoring, focus, torch=products(kind))
     assert pair_set(want) <= pair_set(got)
     named = set(frame.filter(focus)["idx"].to_list())
     assert all(a in named or b in named for a, b in pair_set(got))
@@ -86,7 +93,30 @@ def live_refs(frame: pl.DataFrame) -> pl.DataFrame:
     return reference_pairs(frame, None)
 
 
-def test_a_pair_just_above_the_partner_floor_is_found():
+def test_bf16_products_bound_the_float32_cosines_and_find_every_pair_above_the_floor():
+    rng = np.random.default_rng(3)
+    # clustered unit vectors, so many products sit near any floor
+    centres = rng.standard_normal((20, 384))
+    vectors = unit_rows((centres[rng.integers(0, 20, 3000)] + 0.8 * rng.standard_normal((3000, 384))).astype(np.float32))
+    rows = np.sort(rng.choice(3000, 300, replace=False))
+    exact = vectors @ vectors[rows].T
+    torch = pytest.importorskip("torch")
+    half = torch.from_numpy(vectors).to(torch.bfloat16)
+    error = np.abs((half @ half[torch.from_numpy(rows)].T).float().numpy() - exact).max()
+    assert 0 < error <= _BF16_PRODUCT_ERROR
+    floor = float(np.quantile(exact, 0.9))
+    want = {(int(rows[j]), int(i)) for i, j in zip(*np.nonzero(exact >= floor))}
+    a, b, bound = focus_products(vectors, rows, floor, torch)
+    found = dict(zip(zip(a.tolist(), b.tolist()), bound.tolist()))
+    assert want <= set(found)
+    position = {int(r): j for j, r in enumerate(rows)}
+    assert all(found[pair] >= exact[pair[1], position[pair[0]]] for pair in want)  # an upper bound
+    a32, b32, cos32 = focus_products(vectors, rows, floor, None)
+    assert set(zip(a32.tolist(), b32.tolist())) == want
+
+
+@pytest.mark.parametrize("kind", ["float32", "bfloat16"])
+def test_a_pair_just_above_the_partner_floor_is_found(kind):
     # same words, same time: co_occurrence and temporal at their best, so a cosine just above
     # the floor is all the pair needs; a search that started higher would miss it
     from links_helpers import at, memories
@@ -100,7 +130,7 @@ def test_a_pair_just_above_the_partner_floor_is_found():
     focus = pl.Series([False, True])
     want = candidate_pairs(frame, vectors, scoring, focus)
     assert pair_set(want) == {(0, 1)}
-    assert pair_set(partner_pairs(frame, vectors, scoring, focus)) == {(0, 1)}
+    assert pair_set(partner_pairs(frame, vectors, scoring, focus, torch=products(kind))) == {(0, 1)}
 
 
 @pytest.mark.parametrize("scoring", SETTINGS)

@@ -7,6 +7,7 @@ commands import this package, and a run whose texts are all cached never loads a
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
@@ -78,6 +79,7 @@ def resolve_backend(backend: str, device: str, info: ModelInfo) -> str:
     return "onnx" if ONNX_IS_CPU_DEFAULT and info.onnx_ready else "torch"
 
 
+@functools.cache
 def cpu_has_fast_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 matrices in hardware: AVX-512 BF16 dot products,
     with or without AMX tiles. Both run bf16 autocast well over the float32 rate (AMX 2.0-2.6x;
