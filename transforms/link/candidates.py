@@ -69,6 +69,9 @@ _FOCUS_ROWS = 256  # focus rows per product in partner_pairs: 100 MB of cosines 
 # to 0.0079 over unit vectors (Cauchy-Schwarz); sums accumulate in float32 (~2e-5 over 384
 # terms); the product is rounded to bf16 once more (2^-8 of at most 1: 0.0039). 0.0118 in all.
 _BF16_PRODUCT_ERROR = 0.0125
+# Fewer focus rows than this multiply in float32: copying 100k rows to bfloat16 costs ~60 ms,
+# more than a float32 product of a few rows (~25 ms for 8 at 100k)
+_BF16_MIN_FOCUS_ROWS = 128
 _SEARCH_MIN_PAIRS = 1024  # a term group with this many left x right rows is searched by matmul, not joined
 _NEAR_STEPS = 8  # the near span (2*tau) is cut into this many time buckets
 # Where a cosine search is needed anyway, it takes the pairs whose semantic alone gets within
@@ -546,12 +549,14 @@ def partner_pairs(
     The product is exact: from `ann_min_memories` memories in a namespace, where
     candidate_pairs' range search is approximate, it may find a qualifying pair that search
     missed. `embeddings` are unit rows (links.unit_rows); `copy_keys` as candidate_pairs';
-    `torch`: see focus_products (bf16_torch() by default)."""
+    `torch`: see focus_products (by default bf16_torch() from _BF16_MIN_FOCUS_ROWS focus rows)."""
     rows = np.flatnonzero(focus.to_numpy())
     found = [without_copy_pairs(reference_pairs(memories, focus), copy_keys)]
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
-        a, b, cos = focus_products(embeddings, rows, floor, bf16_torch() if torch is _DEFAULT else torch)
+        if torch is _DEFAULT:
+            torch = bf16_torch() if len(rows) >= _BF16_MIN_FOCUS_ROWS else None
+        a, b, cos = focus_products(embeddings, rows, floor, torch)
         namespaces = memories.get_column("namespace")  # compared at the hits only, not turned into objects for every row
         keep = (a != b) & (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
         if copy_keys is not None:
