@@ -151,13 +151,19 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
     # null-safe: a link with one end outside every group is never "inside"
     inside = (pl.col("_sk") == pl.col("_tk")).fill_null(False) & ~pl.col("_pinned")
     outside = ends.filter(~inside)
+    # Only a link with an end in a group can share its key with another: a pair of memories has
+    # one scored link (candidates are unique pairs; a run's kept and fresh links never share
+    # one), and the published ones are audited for it. So the others are kept as they are, and
+    # the sort below sees only the grouped ones (most links, where copies are few: sorting every
+    # link cost ~0.2 s per 0.5M).
+    grouped_end = pl.col("_sk").is_not_null() | pl.col("_tk").is_not_null()
     # the strongest link per (group or memory) pair; ties by the two ids so the choice is deterministic
     best = (
-        outside.filter(~pl.col("_pinned"))
+        outside.filter(~pl.col("_pinned") & grouped_end)
         .with_columns((pl.col("cross_reference").fill_null(0.0) > 0).alias("_explicit"))
         .sort(["_explicit", "score", "source_id", "target_id"], descending=[True, True, False, False])
         .unique(subset=["namespace", "_lo", "_hi"], keep="first", maintain_order=True)
     )
     columns = ["_row", *links.columns]
-    kept = pl.concat([best.select(columns), outside.filter(pl.col("_pinned")).select(columns)])
+    kept = pl.concat([best.select(columns), outside.filter(pl.col("_pinned") | ~grouped_end).select(columns)])
     return kept.sort("_row").select(links.columns)
