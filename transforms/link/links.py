@@ -328,7 +328,7 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
-def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
+def with_undated_origins(links: pl.DataFrame, *, ordered: bool = True) -> pl.DataFrame:
     """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
 
     Where a fact or an episode has no timestamp, time cannot say which episode the fact was
@@ -336,6 +336,7 @@ def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
     on those links). The strongest (score, then the episode's id) stays derives_from; the others
     become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
     set of scored links, like the cap, so an incremental run still equals a full one.
+    `ordered`: sorted by source and target (else in the input's order).
     """
     undated = (
         (pl.col("relationship_type") == "derives_from")
@@ -356,7 +357,8 @@ def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
         "target_tier": pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
         "relationship_type": pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
     }
-    return ranked.with_columns(**swapped).drop("_row", "_undated_score").sort("source_id", "target_id")
+    out = ranked.with_columns(**swapped).drop("_row", "_undated_score")
+    return out.sort("source_id", "target_id") if ordered else out
 
 
 # what the cap reads of a link (sql/capped_links.sql, with_undated_origins and copy folding)
@@ -365,7 +367,7 @@ CAP_COLUMNS = ("source_id", "source_tier", "target_id", "target_tier", "relation
 
 def capped_links(
     links: pl.DataFrame, max_links_per_memory: int, memories: pl.DataFrame | None = None, *, tau_days: float = 7.0,
-    groups: pl.DataFrame | None = None,
+    groups: pl.DataFrame | None = None, ordered: bool = True,
 ) -> pl.DataFrame:
     """Links after the cap: at most max_links_per_memory discovered links per memory, strongest kept.
 
@@ -374,6 +376,8 @@ def capped_links(
     and each copy linked to the next in time ("carried forward"), outside the cap. Then each
     undated fact keeps one origin (with_undated_origins), and the cap applies. `groups`:
     copies.copy_groups(memories) where the caller has them (a pass over every text saved).
+    `ordered`: sorted by source and target (else in no particular order: the live recap
+    keeps a few of ~0.5M rows, and sorting them cost ~0.1 s).
     """
     links = links.cast({name: kind for name, kind in RELATIONSHIP_SCHEMA.items() if name in links.columns})
     chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
@@ -385,14 +389,16 @@ def capped_links(
         chain = chain.join(links.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
                            on=["source_id", "target_id"], how="anti")
     if links.height == 0:
-        return (chain if links.width == len(RELATIONSHIP_SCHEMA) else links).sort("source_id", "target_id")
-    links = with_undated_origins(links)
+        out = chain if links.width == len(RELATIONSHIP_SCHEMA) else links
+        return out.sort("source_id", "target_id") if ordered else out
+    links = with_undated_origins(links, ordered=False)  # the rows come out sorted below, or not at all
     # DuckDB ranks the columns it reads alone; the kept rows are gathered after (moving every
     # reason and metadata through it cost ~0.2 s per 0.5M links)
     ranked = links.select(CAP_COLUMNS).with_columns(_cap_row=pl.int_range(pl.len(), dtype=pl.UInt32))
     kept_rows = _run("capped_links", {"links": ranked}, {"max_links": max_links_per_memory}).get_column("_cap_row").sort()
     kept = links[kept_rows]
-    return (pl.concat([kept, chain]) if chain.height else kept).sort("source_id", "target_id")
+    out = pl.concat([kept, chain]) if chain.height else kept
+    return out.sort("source_id", "target_id") if ordered else out
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:

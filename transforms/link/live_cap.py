@@ -156,7 +156,7 @@ def recapped_rows(scored: pl.DataFrame, positions: pl.Series, groups: pl.DataFra
     cost ~0.5 s."""
     narrow = scored.select(links.CAP_COLUMNS)[positions].with_columns(_scored_row=positions)
     folded = copies.collapsed_copy_links(narrow, groups.select("id", "copy_key"))
-    kept = _touching(links.capped_links(folded, max_links, None), changed)
+    kept = _touching(links.capped_links(folded, max_links, None, ordered=False), changed)
     full = scored[kept.get_column("_scored_row")]
     return full.with_columns(kept.select(REWRITTEN)).cast(RELATIONSHIP_SCHEMA)
 
