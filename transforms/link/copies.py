@@ -154,8 +154,8 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
     # Only a link with an end in a group can share its key with another: a pair of memories has
     # one scored link (candidates are unique pairs; a run's kept and fresh links never share
     # one), and the published ones are audited for it. So the others are kept as they are, and
-    # the sort below sees only the grouped ones (most links, where copies are few: sorting every
-    # link cost ~0.2 s per 0.5M).
+    # only the grouped ones are sorted: where copies are few, that is a small share of the
+    # links, and sorting every link cost ~0.2 s per 0.5M.
     grouped_end = pl.col("_sk").is_not_null() | pl.col("_tk").is_not_null()
     # the strongest link per (group or memory) pair; ties by the two ids so the choice is deterministic
     best = (
