@@ -550,8 +550,10 @@ def partner_pairs(
     candidate_pairs' range search is approximate, it may find a qualifying pair that search
     missed. `embeddings` are unit rows (links.unit_rows); `copy_keys` as candidate_pairs';
     `torch`: see focus_products (by default bf16_torch() from _BF16_MIN_FOCUS_ROWS focus rows)."""
-    rows = np.flatnonzero(focus.to_numpy())
-    found = [without_copy_pairs(reference_pairs(memories, focus), copy_keys)]
+    in_focus = focus.to_numpy()
+    rows = np.flatnonzero(in_focus)
+    references = without_copy_pairs(reference_pairs(memories, focus), copy_keys)
+    near_pairs = pl.DataFrame(schema=PAIR_SCHEMA)
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
         if torch is _DEFAULT:
@@ -563,16 +565,15 @@ def partner_pairs(
             keep &= (copy_keys.gather(a) != copy_keys.gather(b)).to_numpy()
         a, b, cos = a[keep], b[keep], cos[keep]
         schema = {**PAIR_SCHEMA, "cosine": pl.Float32}
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
         # a pair with both ends in focus came twice, once from each end's block: its larger
         # product keeps the bound a superset. Only those few are grouped (grouping every hit,
         # ~1.4M for a 1000-memory burst at 100k, cost ~0.25 s).
-        twice = focus.to_numpy()[b]
-        near = pl.DataFrame({"a_idx": np.minimum(a, b)[~twice], "b_idx": np.maximum(a, b)[~twice], "cosine": cos[~twice]}, schema=schema)
-        if twice.any():
-            both = pl.DataFrame({"a_idx": np.minimum(a, b)[twice], "b_idx": np.maximum(a, b)[twice], "cosine": cos[twice]}, schema=schema)
-            near = pl.concat([near, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
-        found.append(bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy()))
-    found = [pairs for pairs in found if pairs.height]
-    # the product's pairs are distinct: only a reference pair may repeat one
-    pairs = pl.concat(found).unique() if len(found) > 1 else (found[0] if found else pl.DataFrame(schema=PAIR_SCHEMA))
+        twice = in_focus[b]
+        once = pl.DataFrame({"a_idx": lo[~twice], "b_idx": hi[~twice], "cosine": cos[~twice]}, schema=schema)
+        both = pl.DataFrame({"a_idx": lo[twice], "b_idx": hi[twice], "cosine": cos[twice]}, schema=schema)
+        near = pl.concat([once, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
+        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy())
+    # the product's pairs are distinct: only a reference pair may repeat one of them
+    pairs = pl.concat([references, near_pairs]).unique() if references.height else near_pairs
     return pairs.sort("a_idx", "b_idx")

@@ -328,7 +328,11 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
-def with_undated_origins(links: pl.DataFrame, *, ordered: bool = True) -> pl.DataFrame:
+# the columns with_undated_origins rewrites: a demoted origin is turned round as a supports link
+ORIGIN_REWRITTEN_COLUMNS = ("source_id", "source_tier", "target_id", "target_tier", "relationship_type")
+
+
+def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
     """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
 
     Where a fact or an episode has no timestamp, time cannot say which episode the fact was
@@ -336,7 +340,7 @@ def with_undated_origins(links: pl.DataFrame, *, ordered: bool = True) -> pl.Dat
     on those links). The strongest (score, then the episode's id) stays derives_from; the others
     become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
     set of scored links, like the cap, so an incremental run still equals a full one.
-    `ordered`: sorted by source and target (else in the input's order).
+    In the input's order (the cap sorts what it keeps, where its caller wants it sorted).
     """
     undated = (
         (pl.col("relationship_type") == "derives_from")
@@ -357,8 +361,7 @@ def with_undated_origins(links: pl.DataFrame, *, ordered: bool = True) -> pl.Dat
         "target_tier": pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
         "relationship_type": pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
     }
-    out = ranked.with_columns(**swapped).drop("_row", "_undated_score")
-    return out.sort("source_id", "target_id") if ordered else out
+    return ranked.with_columns(**swapped).drop("_row", "_undated_score")
 
 
 # what the cap reads of a link (sql/capped_links.sql, with_undated_origins and copy folding)
@@ -389,9 +392,9 @@ def capped_links(
         chain = chain.join(links.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
                            on=["source_id", "target_id"], how="anti")
     if links.height == 0:
-        out = chain if links.width == len(RELATIONSHIP_SCHEMA) else links
+        out = chain if chain.height else links
         return out.sort("source_id", "target_id") if ordered else out
-    links = with_undated_origins(links, ordered=False)  # the rows come out sorted below, or not at all
+    links = with_undated_origins(links)
     # DuckDB ranks the columns it reads alone; the kept rows are gathered after (moving every
     # reason and metadata through it cost ~0.2 s per 0.5M links)
     ranked = links.select(CAP_COLUMNS).with_columns(_cap_row=pl.int_range(pl.len(), dtype=pl.UInt32))

@@ -143,11 +143,6 @@ def _ends(frame: pl.DataFrame) -> set[str]:
     return set(frame.get_column("source_id").to_list()) | set(frame.get_column("target_id").to_list())
 
 
-# what the fold and the cap read of a row (links.capped_links' CAP_COLUMNS) and what
-# with_undated_origins may rewrite (it turns a demoted origin round as a supports link)
-REWRITTEN = ("source_id", "source_tier", "target_id", "target_tier", "relationship_type")
-
-
 def recapped_rows(scored: pl.DataFrame, positions: pl.Series, groups: pl.DataFrame, changed: set[str], max_links: int) -> pl.DataFrame:
     """links.capped_links over scored's rows at `positions` (copies folded with `groups`), the
     kept rows that have an end in `changed`. The fold and the cap run on the columns they read
@@ -158,7 +153,7 @@ def recapped_rows(scored: pl.DataFrame, positions: pl.Series, groups: pl.DataFra
     folded = copies.collapsed_copy_links(narrow, groups.select("id", "copy_key"))
     kept = _touching(links.capped_links(folded, max_links, None, ordered=False), changed)
     full = scored[kept.get_column("_scored_row")]
-    return full.with_columns(kept.select(REWRITTEN)).cast(RELATIONSHIP_SCHEMA)
+    return full.with_columns(kept.select(links.ORIGIN_REWRITTEN_COLUMNS)).cast(RELATIONSHIP_SCHEMA)
 
 
 @dataclass(frozen=True)
