@@ -156,10 +156,10 @@ def _followed(settings: Settings, catalog: Catalog, stores: StoreChanges, files:
             stats = step.stats
             logger.info(
                 "micro-batch %d: stores %s, %d upserted, %d deleted, %d memories relinked, %d links -> %s in %.3fs "
-                "(read %.3f, embed %.3f, link %.3f, publish %.3f)",
+                "(read %.3f, embed %.3f, context %.3f, link %.3f, publish %.3f)",
                 stats["batch"], ",".join(names) or "-", stats["upserted"], stats["deleted"], stats["linked"], stats["links"],
                 folder.name if folder else "no delta", time.perf_counter() - start,
-                stats["read_s"], stats["embed_s"], stats["link_s"], time.perf_counter() - stepped,
+                stats["read_s"], stats["embed_s"], stats["context_s"], stats["link_s"], time.perf_counter() - stepped,
             )
             batches += 1
         if not announced:

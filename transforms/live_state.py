@@ -299,6 +299,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, vectors_for,
                                                 out=buffer_rows(state.content_vectors, memories.height, dim))
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
+    contents_done = time.perf_counter()
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
                                      out=buffer_rows(index.vectors, memories.height, dim))
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
@@ -309,8 +310,8 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     new_state, delta = with_rejects(new_state, delta, rejects)
     done = time.perf_counter()
     # each stage's seconds: the watcher logs them per micro-batch
-    stats.update(vector_stats, seconds=round(done - start, 4), read_s=round(read - start, 4), embed_s=round(embedded - read, 4),
-                 link_s=round(done - embedded, 4), batch=batch)
+    stats.update(vector_stats, seconds=round(done - start, 4), read_s=round(read - start, 4), embed_s=round(contents_done - read, 4),
+                 context_s=round(embedded - contents_done, 4), link_s=round(done - embedded, 4), batch=batch)
     return Step(new_state, delta, stats)
 
 

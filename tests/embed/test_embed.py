@@ -457,7 +457,10 @@ def test_a_lookup_in_a_big_shard_reads_only_the_row_groups_that_hold_its_hashes(
     real = embed_cache.pq.ParquetFile.read_row_groups
     monkeypatch.setattr(embed_cache.pq.ParquetFile, "read_row_groups", lambda self, g, *a, **k: read.append(list(g)) or real(self, g, *a, **k))
     embed_cache._SHARD_HASHES.clear()
-    found, damaged = embed_cache.read_cached(tmp_path, "m", 8, pl.Series(wanted + ["not-cached"]), log)
+    # new texts' hashes fall in some group's range too: they must not pick groups (a watcher's
+    # micro-batch of 10 new texts and one "ok" read 10 groups for one vector)
+    new_texts = [hashlib.sha256(f"new {i}".encode()).hexdigest() for i in range(20)]
+    found, damaged = embed_cache.read_cached(tmp_path, "m", 8, pl.Series(wanted + new_texts), log)
     assert damaged == 0 and read == [groups]
     got = dict(zip(found["text_hash"].to_list(), found["embedding"].to_numpy()))
     assert set(got) == set(wanted) and np.allclose(got[hashes[7]], rows[7]) and np.allclose(got[hashes[500]], rows[500])

@@ -74,7 +74,7 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     stats = live.step()
     assert stats["upserted"] == 3 and stats["embedded"] == 0
     # the stages the watcher logs per micro-batch add up to the batch's seconds
-    stages = [stats["read_s"], stats["embed_s"], stats["link_s"]]
+    stages = [stats["read_s"], stats["embed_s"], stats["context_s"], stats["link_s"]]
     assert min(stages) >= 0 and abs(sum(stages) - stats["seconds"]) < 0.01
     before = view_rows(out)
     assert before == batch_rows(config, tmp_path / "batch1")
