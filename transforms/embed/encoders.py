@@ -28,10 +28,12 @@ Progress = Callable[[int, int, float], None]  # (batches done, batches in all, t
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "torch", "onnx")
 PRECISIONS = ("auto", "fp32", "bf16")
-# Texts per forward pass. On CPU larger batches only add padding; a GPU wants big ones.
-# CPU 64: with bf16 on AMX, 1000 short texts took 0.86 s in batches of 64 against 1.06 s in 32s;
-# float32 was the same either way (1.95 s / 1.97 s; 2 cores, 2026-12-02)
-DEFAULT_BATCH_SIZE = {"cpu": 64, "cuda": 256}
+# Texts per forward pass. Texts are sorted by length first, so a bigger batch adds little
+# padding; a GPU wants big ones. CPU 128: with bf16 on AMX, 1000 short texts (~58 characters)
+# took 1.62-1.74 s in batches of 64, 1.29-1.56 s in 128s and 1.37-1.48 s in 256s (beside
+# nothing else, OMP_WAIT_POLICY=PASSIVE as `ctc watch` sets it); in float32 2.93-3.05 s,
+# 2.78-2.90 s and 3.32-3.41 s (2 cores, 2026-12-04). Earlier: 64 beat 32 (0.86 s / 1.06 s).
+DEFAULT_BATCH_SIZE = {"cpu": 128, "cuda": 256}
 ONNX_OPSET = 17
 # Whether "auto" picks onnxruntime on CPU. The issue asks for onnx as the CPU default only when
 # it reaches 1.8x the bare torch encode rate; bench/embed.py measures it (see docs/embedding.md).
