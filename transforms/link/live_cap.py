@@ -130,7 +130,8 @@ def positions_of_keys(links_frame: pl.DataFrame, members: pl.DataFrame, ids: set
     # the rows with a grouped end are keyed (keying all ~0.5M rows a 1000-memory burst
     # reaches at 100k cost ~0.2 s).
     grouped_ids = members.get_column("id").implode()
-    in_group = pl.col("source_id").is_in(grouped_ids) | pl.col("target_id").is_in(grouped_ids)
+    # one mask, two filters: each is_in hashes every grouped id (~4 ms at 100k)
+    in_group = touching.select(pl.col("source_id").is_in(grouped_ids) | pl.col("target_id").is_in(grouped_ids)).to_series()
     plain = touching.filter(~in_group).get_column("_order")
     near = _keyed(touching.filter(in_group), members)
     # the rows at ids are among those near them (ids are in their closure): one pass over links_frame
