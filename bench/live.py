@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,32 @@ def cli_latency(out: Path, memory_id: str, written: float, timeout: float = 60) 
     return float("nan")
 
 
+STAGES = ("read", "embed", "context", "link", "publish")
+# the watcher's line per micro-batch (flows/watch.py): its memories upserted and its stage seconds
+BATCH_LINE = re.compile(r"micro-batch \d+: .*?, (\d+) upserted, .* in ([\d.]+)s \(read ([\d.]+), embed ([\d.]+), context ([\d.]+), link ([\d.]+), publish ([\d.]+)\)")
+
+
+def batch_stages(log_text: str) -> list[dict[str, float]]:
+    """Each micro-batch the watcher logged: memories upserted, seconds, seconds per stage."""
+    out = []
+    for match in BATCH_LINE.finditer(log_text):
+        upserted, seconds, *stages = match.groups()
+        out.append({"upserted": int(upserted), "seconds": float(seconds), **dict(zip(STAGES, map(float, stages)))})
+    return out
+
+
+def stage_summary(batches: list[dict[str, float]], burst: int) -> str:
+    """Median seconds per stage of the steady micro-batches, and the stages of the burst's."""
+    steady = [b for b in batches if 0 < b["upserted"] < burst // 2]
+    largest = max(batches, key=lambda b: b["upserted"], default=None)
+    parts = [f"steady_batches={len(steady)}"]
+    if steady:
+        parts += [f"steady_{name}_s={percentile([b[name] for b in steady], 50):.3f}" for name in ("seconds", *STAGES)]
+    if largest is not None and largest["upserted"] >= burst // 2:
+        parts += [f"burst_batch_upserted={largest['upserted']}"] + [f"burst_{name}_s={largest[name]:.3f}" for name in ("seconds", *STAGES)]
+    return " ".join(parts)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000, help="memories in the snapshot")
@@ -248,6 +275,8 @@ def main() -> int:
             os.killpg(watcher.pid, 9)
         log.close()
 
+    stages = stage_summary(batch_stages((work / "watch.log").read_text(errors="replace")), args.burst)
+    print(f"watcher stages (median of the steady micro-batches, and the burst's largest): {stages}")
     load = open("/proc/loadavg").read().split()[:3]
     print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli} --base-vectors {args.base_vectors}")
     print(
@@ -256,7 +285,7 @@ def main() -> int:
         f"api_p50_s={percentile(latencies, 50):.3f} api_p99_s={percentile(latencies, 99):.3f} "
         f"cli_p50_s={percentile([c for c in cli if c == c], 50):.3f} "
         f"burst={len(burst_ids)} burst_per_s={len(burst_ids) / last:.1f} "
-        f"watcher_rss_mib={max(rss):.0f} loadavg={'/'.join(load)}"
+        f"watcher_rss_mib={max(rss):.0f} {stages} loadavg={'/'.join(load)}"
     )
     return 0
 

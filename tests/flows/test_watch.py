@@ -4,6 +4,7 @@ the writer lock: a batch run waits while another writer holds the warehouse."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import queue
@@ -22,12 +23,16 @@ from live_helpers import config_file, memory, view_memory_ids, view_rows, write_
 
 pytest.importorskip("prefect")
 
+_spec = importlib.util.spec_from_file_location("bench_live", Path(__file__).parents[2] / "bench" / "live.py")
+bench_live = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_live)
+
 
 class Watcher:
     """One `ctc watch` process in its own session, its output read line by line."""
 
-    def __init__(self, config: Path, log: Path):
-        env = {**os.environ, "CTC_FAULT_STAGE": ""}
+    def __init__(self, config: Path, log: Path, **env_extra: str):
+        env = {**os.environ, "CTC_FAULT_STAGE": "", **env_extra}
         env.pop("PREFECT_API_URL", None)
         self.log = open(log, "a", encoding="utf-8")
         self.process = subprocess.Popen(
@@ -92,7 +97,7 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
         watcher.process.wait(timeout=30)
         write_lines(store, [memory(i) for i in range(9, 11)])  # written while no watcher runs
 
-        watcher = Watcher(config, tmp_path / "watch.log")
+        watcher = Watcher(config, tmp_path / "watch.log", PREFECT_LOGGING_LEVEL="INFO")  # its micro-batch lines, below
         watcher.wait_for("watching", 300)
         assert {"m009", "m010"} <= set(view_memory_ids(out))  # the catch-up read them
         write_lines(store, [memory(11, topic=0, noise=0.0)])
@@ -106,6 +111,11 @@ def test_watcher_links_appends_survives_sigkill_and_stops_on_sigterm(tmp_path):
         watcher.process.send_signal(signal.SIGTERM)
         assert watcher.process.wait(timeout=120) == 0
         watcher.wait_for("stopped after", 5)
+
+        # each micro-batch logged its stage seconds, in the form bench/live.py reads them
+        batches = bench_live.batch_stages((tmp_path / "watch.log").read_text(encoding="utf-8"))
+        assert sum(b["upserted"] for b in batches) >= 1  # m011 came in a micro-batch of the second watcher
+        assert all(min(b[stage] for stage in bench_live.STAGES) >= 0 and b["seconds"] >= b["link"] for b in batches)
     finally:
         watcher.kill_group()
 
