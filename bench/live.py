@@ -19,6 +19,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -189,15 +190,14 @@ def main() -> int:
 
     work = args.out or Path(tempfile.mkdtemp(prefix="ctc-bench-live-"))
     work.mkdir(parents=True, exist_ok=True)
+    from crosstier.transforms.embed.cache import model_dir, write_shard
+
+    # a rerun in --out must embed its appends again: the last run's are not left in the cache
+    shutil.rmtree(model_dir(work / "warehouse" / "cache", "all-MiniLM-L6-v2"), ignore_errors=True)
     if args.base_vectors == "cache":
         # the shard a batch run leaves after embedding the base (the model's id, content hashes)
-        import shutil
-
-        from crosstier.transforms.embed.cache import model_dir, write_shard
         from crosstier.transforms.embed.vectors import text_hash
 
-        # a rerun in --out starts from the base's shard alone: the last run's appends are not cached
-        shutil.rmtree(model_dir(work / "warehouse" / "cache", "all-MiniLM-L6-v2"), ignore_errors=True)
         cached = base.select(pl.col("content").map_elements(text_hash, return_dtype=pl.String).alias("text_hash"), "embedding")
         cached = cached.unique("text_hash", keep="first", maintain_order=True).with_columns(pl.col("embedding").list.to_array(vectors.shape[1]))
         write_shard(work / "warehouse" / "cache", "all-MiniLM-L6-v2", cached)
