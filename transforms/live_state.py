@@ -295,23 +295,23 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     # a row this batch did not read has the content it had: its own vector stands
     reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
     at = np.flatnonzero(reusable)
-    read = time.perf_counter()
+    read_done = time.perf_counter()
     contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, vectors_for,
                                                 out=buffer_rows(state.content_vectors, memories.height, dim))
+    embed_done = time.perf_counter()
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
-    contents_done = time.perf_counter()
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
                                      out=buffer_rows(index.vectors, memories.height, dim))
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     # only these rows may differ from the state's: read again, new, fingerprinted again or gone
     redone = pl.concat([read_or_gone, memories.get_column("id").gather(redo)]).unique()
-    embedded = time.perf_counter()
+    context_done = time.perf_counter()
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings, redone)
     new_state, delta = with_rejects(new_state, delta, rejects)
     done = time.perf_counter()
     # each stage's seconds: the watcher logs them per micro-batch
-    stats.update(vector_stats, seconds=round(done - start, 4), read_s=round(read - start, 4), embed_s=round(contents_done - read, 4),
-                 context_s=round(embedded - contents_done, 4), link_s=round(done - embedded, 4), batch=batch)
+    stats.update(vector_stats, seconds=round(done - start, 4), read_s=round(read_done - start, 4), embed_s=round(embed_done - read_done, 4),
+                 context_s=round(context_done - embed_done, 4), link_s=round(done - context_done, 4), batch=batch)
     return Step(new_state, delta, stats)
 
 

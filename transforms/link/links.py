@@ -210,8 +210,12 @@ def classified(frame: pl.DataFrame, qualifying: pl.DataFrame, scoring: ScoringCo
 
 
 def _classified_rows(con: duckdb.DuckDBPyConnection, scoring: ScoringConfig) -> pl.DataFrame:
-    links = pl.from_arrow(con.sql(sql.load("classified_links"), params=_params("classified_links", scoring_params(scoring))).to_arrow_table())
-    return links.cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names()).sort("source_id", "target_id")
+    return _relationship_rows(con.sql(sql.load("classified_links"), params=_params("classified_links", scoring_params(scoring))).to_arrow_table())
+
+
+def _relationship_rows(table) -> pl.DataFrame:  # table: pyarrow.Table of sql/classified_links rows
+    """classified_links' rows as relationship rows, in the relationships' columns, by their ends."""
+    return pl.from_arrow(table).cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names()).sort("source_id", "target_id")
 
 
 @functools.cache
@@ -233,8 +237,7 @@ def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
         values = scoring_params(scoring)
         params = {key: value for name in ("pair_scores", "qualifying_pairs", "classified_links") for key, value in _params(name, values).items()}
         # execute, not sql(): a relation binds its query when made and again when run (~22 ms)
-        links = pl.from_arrow(con.execute(_scored_and_classified_sql(), params).to_arrow_table())
-        return links.cast(RELATIONSHIP_SCHEMA).select(RELATIONSHIP_SCHEMA.names()).sort("source_id", "target_id")
+        return _relationship_rows(con.execute(_scored_and_classified_sql(), params).to_arrow_table())
     finally:
         con.close()
 
