@@ -1,7 +1,8 @@
 """run_sql: ad-hoc SQL on the snapshot, read-only. A write fails with DuckDB's own error.
 
 With a principal the query runs on a copy holding only what that principal may read (its
-memories, the links between them, the read views), opened read-only in its turn."""
+memories, the links between them, the read views, tier_distribution and tier_links over
+them), made from the snapshot plus a watcher's deltas and opened read-only in its turn."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import duckdb
 
 from crosstier import sql
 from crosstier.core.config import Settings
-from crosstier.retrieval.live import delta_names, overlaid_connection
+from crosstier.retrieval.live import delta_names, overlaid_connection, summary_views
 from crosstier.retrieval.snapshot import close_snapshot, open_snapshot
 
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
@@ -53,7 +54,7 @@ def run_sql(
     folder = Path(tempfile.mkdtemp(prefix="ctc-sql-"))
     try:
         path = folder / "visible.duckdb"
-        _visible_copy(snapshot.files.database, path, principal)
+        _visible_copy(_source(snapshot.files.database, snapshot.files.dir, deltas), path, principal)
         return _sandboxed_result(path, query)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -74,21 +75,38 @@ def _result(cursor) -> tuple[list[str], list[tuple[Any, ...]]]:
     return [d[0] for d in cursor.description], cursor.fetchall()
 
 
-def _visible_copy(source: Path, path: Path, principal: str) -> None:
-    """A database with the principal's memories, the links between them and the read views."""
-    con = duckdb.connect(str(path))
+def _source(database: Path, snapshot_dir: Path, deltas: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+    """A connection where `memories` and `relationships` read as readers see them: the
+    snapshot plus the watcher's deltas where there are any."""
+    if deltas:
+        return overlaid_connection(database, snapshot_dir, deltas)
+    con = duckdb.connect()
+    con.execute(f"attach '{database.as_posix().replace(chr(39), chr(39) * 2)}' as snap (read_only)")
+    for table in ("memories", "relationships"):
+        con.execute(f"create view {table} as select * from snap.{table}")
+    return con
+
+
+def _visible_copy(source: duckdb.DuckDBPyConnection, path: Path, principal: str) -> None:
+    """A database with the principal's memories, the links between them and the read views,
+    copied out of `source` (closed here)."""
     try:
-        con.execute(f"attach '{source.as_posix().replace(chr(39), chr(39) * 2)}' as snap (read_only)")
-        con.execute(
-            "create table memories as select * from snap.memories "
+        source.execute(f"attach '{path.as_posix().replace(chr(39), chr(39) * 2)}' as visible")
+        source.execute(
+            "create table visible.memories as select * from memories "
             "where readers is null or list_contains(readers, $principal)",
             {"principal": principal},
         )
-        con.execute(
-            "create table relationships as select r.* from snap.relationships as r "
-            "semi join memories as a on a.id = r.source_id semi join memories as b on b.id = r.target_id"
+        source.execute(
+            "create table visible.relationships as select r.* from relationships as r "
+            "semi join visible.memories as a on a.id = r.source_id semi join visible.memories as b on b.id = r.target_id"
         )
-        con.execute("detach snap")
+        source.execute("detach visible")
+    finally:
+        source.close()
+    con = duckdb.connect(str(path))
+    try:
+        summary_views(con)
         for view in VIEWS:
             con.execute(sql.load(view))
         con.execute("checkpoint")

@@ -19,8 +19,11 @@ from crosstier import sql
 DELTAS_DIR = "deltas"  # transforms/publish/delta.py writes them; the read side only lists
 CHECKPOINT_MARK = "checkpoint"
 OVERLAID = {"memories": "live_memories", "relationships": "live_relationships"}
-PASSED_THROUGH = ("tier_distribution", "tier_links", "rejects", "runs")
+PASSED_THROUGH = ("rejects", "runs")
+# the snapshot's summary tables, as views over the overlay: sql/<name>.sql is what the batch run publishes them with
+SUMMARIES = ("tier_distribution", "tier_links")
 REJECTS_FILE = "rejects.parquet"  # in a delta only when the rejects changed: then all of them
+EMBEDDINGS_FILE = "embeddings.parquet"  # the vectors a delta computed again (retrieval/vectors.py)
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
 DELTA_TABLES = ("memories", "changes", "relationships")  # each delta's files, loaded as delta_<name>
 # what the overlay views read, derived from the delta tables whenever more deltas are loaded (in
@@ -33,6 +36,12 @@ def derived_tables(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)build the tables the overlay views read from the delta tables loaded now."""
     for table in DERIVED_TABLES:
         con.execute(f"create or replace table {table} as {sql.load(table)}")
+
+
+def summary_views(con: duckdb.DuckDBPyConnection) -> None:
+    """tier_distribution and tier_links as views over the connection's memories and relationships."""
+    for name in SUMMARIES:
+        con.execute(f"create view {name} as {sql.load(name)}")
 
 
 def delta_names(snapshot_dir: Path) -> tuple[str, ...]:
@@ -97,6 +106,7 @@ def overlaid_connection(database: Path, snapshot_dir: Path, names: tuple[str, ..
         for table in PASSED_THROUGH:
             if table in tables:
                 con.execute(f"create view {table} as select * from snap.{table}")
+        summary_views(con)
         for view in VIEWS:
             con.execute(sql.load(view))
     except BaseException:

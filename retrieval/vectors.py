@@ -13,11 +13,13 @@ import pyarrow.parquet as pq
 
 from crosstier.core.config import Settings
 from crosstier.retrieval.errors import EncoderUnavailableError, NoSnapshotError
+from crosstier.retrieval.live import DELTAS_DIR, EMBEDDINGS_FILE
 from crosstier.retrieval.snapshot import _LOCK as _DB_LOCK
 from crosstier.retrieval.snapshot import Snapshot, visible
 
 _LOCK = threading.Lock()
 _VECTORS: dict[tuple, "SnapshotVectors"] = {}
+_BASES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # each warehouse's snapshot vectors, without deltas
 _ENCODERS: dict[tuple, object] = {}
 
 
@@ -61,19 +63,55 @@ def _matrix(column) -> np.ndarray:
     return flat.reshape(n, flat.size // n)
 
 
-def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
-    """The vectors of the snapshot (embeddings.parquet) with each memory's tier, namespace,
-    readers and time; cached until the snapshot changes."""
-    key = (snapshot.catalog.root, snapshot.identity)
+def _base_vectors(snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, matrix) of the snapshot's embeddings.parquet; read once per snapshot, whatever
+    deltas a watcher publishes beside it (150 MB at 100k memories)."""
+    key = (snapshot.catalog.root, snapshot.files.dir, snapshot.run_id)
     with _LOCK:
-        if key in _VECTORS:
-            return _VECTORS[key]
+        if key in _BASES:
+            return _BASES[key]
     path = snapshot.files.embeddings
     if not path.is_file():
         raise NoSnapshotError(f"no vectors in the snapshot: {path} is missing")
     table = pq.read_table(path, columns=["id", "embedding"])
-    ids = table.column("id").to_numpy(zero_copy_only=False).astype(object)
-    matrix = _matrix(table.column("embedding"))
+    base = table.column("id").to_numpy(zero_copy_only=False).astype(object), _matrix(table.column("embedding"))
+    with _LOCK:
+        for old in [k for k in _BASES if k[0] == key[0]]:
+            del _BASES[old]  # one snapshot per warehouse in memory
+        _BASES[key] = base
+    return base
+
+
+def _delta_vectors(snapshot: Snapshot) -> tuple[list[str], list[np.ndarray]]:
+    """(ids, vectors) the loaded deltas computed again, the latest of each id: new and edited
+    memories and session turns whose neighbours changed (transforms/publish/delta.py)."""
+    latest: dict[str, np.ndarray] = {}
+    for name in snapshot.identity[-2]:
+        path = snapshot.files.dir / DELTAS_DIR / name / EMBEDDINGS_FILE
+        if not path.is_file():  # a delta of a watcher that published no vectors
+            continue
+        table = pq.read_table(path, columns=["id", "embedding"])
+        if table.num_rows:
+            latest.update(zip(table.column("id").to_pylist(), _matrix(table.column("embedding"))))
+    return list(latest), list(latest.values())
+
+
+def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
+    """The vectors of the snapshot (embeddings.parquet) overlaid with those of a watcher's
+    deltas, with each memory's tier, namespace, readers and time; cached until the snapshot
+    or its deltas change. A memory the deltas deleted is left out; a new one whose delta has
+    no vector (a watcher of an older version) too, until the next snapshot."""
+    key = (snapshot.catalog.root, snapshot.identity)
+    with _LOCK:
+        if key in _VECTORS:
+            return _VECTORS[key]
+    ids, matrix = _base_vectors(snapshot)
+    fresh_ids, fresh = _delta_vectors(snapshot)
+    if fresh_ids:
+        replaced = set(fresh_ids)
+        kept = np.fromiter((i not in replaced for i in ids), dtype=bool, count=len(ids))
+        ids = np.concatenate([ids[kept], np.asarray(fresh_ids, dtype=object)])
+        matrix = np.concatenate([matrix[kept], np.stack(fresh).astype(np.float32, copy=False)]) if matrix.size else np.stack(fresh)
     with _DB_LOCK:
         meta = snapshot.con.sql(
             "select id, tier, namespace, readers, epoch_us(timestamp)::double as ts from memories"

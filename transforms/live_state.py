@@ -25,7 +25,7 @@ from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vec
 from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.link_ends import rows_apart
 from crosstier.transforms.link.manual import manual_relationships
-from crosstier.transforms.publish.delta import Delta, delta_frames
+from crosstier.transforms.publish.delta import Delta, delta_frames, vector_rows
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import kept_per_frame, with_rows_inserted
 from crosstier.transforms.stores.extract import combined_extracts
@@ -52,6 +52,7 @@ class WatchState:
     rejects: pl.DataFrame | None = None  # the rejects readers see now (store, location, raw, reason)
     memories_since: frozenset[str] = frozenset()  # ids added, edited or deleted since the snapshot
     linked_since: frozenset[str] = frozenset()  # ids whose relationship rows changed since it
+    vectors_since: frozenset[str] = frozenset()  # ids whose vector was computed again since it
 
 
 def buffer_rows(matrix: np.ndarray | None, rows: int, dim: int) -> np.ndarray:
@@ -272,7 +273,29 @@ def checkpoint_delta(state: WatchState) -> Delta:
     linked = set(state.linked_since)
     rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run, live.index_ends(state.index).capped) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
-    return replace(delta, rejects=state.rejects)
+    recomputed = np.flatnonzero(memories.get_column("id").is_in(pl.Series(sorted(state.vectors_since), dtype=pl.String).implode()).to_numpy())
+    embeddings = vector_rows(memories.get_column("id").gather(recomputed), state.index.vectors[recomputed])
+    return replace(delta, rejects=state.rejects, embeddings=embeddings)
+
+
+def with_vectors(state: WatchState, delta: Delta, ids: pl.Series, vectors: np.ndarray) -> tuple[WatchState, Delta]:
+    """The delta carries the vectors computed again (`ids`, row-aligned `vectors`): retrieval
+    reads them over the snapshot's; the state remembers them for the next checkpoint."""
+    return replace(state, vectors_since=state.vectors_since | set(ids.to_list())), replace(delta, embeddings=vector_rows(ids, vectors))
+
+
+def vectors_unlike(memories: pl.DataFrame, vectors: np.ndarray, published: pl.DataFrame) -> np.ndarray:
+    """Positions of the memories whose vector is not the one `published` (the snapshot's
+    embeddings) holds for their id: new ones, and those whose text or session changed."""
+    if memories.height == 0:
+        return np.zeros(0, dtype=np.int64)
+    dim = vectors.shape[1]
+    found = memories.select("id").with_row_index("_at").join(published.select("id", "embedding"), on="id", how="inner")
+    at = found.get_column("_at").to_numpy().astype(np.int64)
+    before = found.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32, copy=False) if found.height else np.zeros((0, dim), np.float32)
+    same = np.zeros(memories.height, dtype=bool)
+    same[at] = np.all(np.abs(vectors[at] - before) <= 1e-6, axis=1)
+    return np.flatnonzero(~same)
 
 
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:
@@ -308,9 +331,10 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     context_done = time.perf_counter()
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings, redone)
     new_state, delta = with_rejects(new_state, delta, rejects)
+    new_state, delta = with_vectors(new_state, delta, memories.get_column("id").gather(touched.fresh), vectors[touched.fresh])
     done = time.perf_counter()
     # each stage's seconds: the watcher logs them per micro-batch
-    stats.update(vector_stats, seconds=round(done - start, 4), read_s=round(read_done - start, 4), embed_s=round(embed_done - read_done, 4),
+    stats.update(vector_stats, vectors=len(touched.fresh), seconds=round(done - start, 4), read_s=round(read_done - start, 4), embed_s=round(embed_done - read_done, 4),
                  context_s=round(context_done - embed_done, 4), link_s=round(done - context_done, 4), batch=batch)
     return Step(new_state, delta, stats)
 
@@ -347,5 +371,7 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents, snapshot["rejects"])
     new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
     new_state, delta = with_rejects(new_state, delta, rejects)
-    stats.update(vector_stats, batch=0)
+    unlike = vectors_unlike(memories, vectors, snapshot["embeddings"])
+    new_state, delta = with_vectors(new_state, delta, memories.get_column("id").gather(unlike), vectors[unlike])
+    stats.update(vector_stats, vectors=len(unlike), batch=0)
     return Step(new_state, delta, stats)

@@ -16,6 +16,7 @@ TOPICS = (
     "python typing rules for the billing service",
 )
 
+READERS = (None, ["alice"], None, ["bob"], ["alice", "bob"])
 NAMES = ("alice", "bruno", "chen", "dara", "emeka", "farah", "goran", "hana", "ivo", "jun", "kofi", "lena", "mateo", "nika", "oskar", "priya")
 
 
@@ -37,6 +38,8 @@ def memory(i: int, *, topic: int | None = None, session: str | None = None, text
         "content": text or f"{TOPICS[topic]}, said {NAMES[i % len(NAMES)]}",
         "timestamp": f"2024-05-01T{(i if hour is None else hour) % 24:02d}:00:00Z",
         "session_id": session,
+        # who may read it: some memories are alice's or bob's only, the rest everyone's
+        "readers": READERS[i % len(READERS)],
         "embedding": [round(float(x), 6) for x in vector],
     }
 
@@ -85,3 +88,50 @@ def view_rejects(out: Path) -> list[tuple]:
     rows = open_snapshot(out).query("select store, location, raw, reason from rejects")
     close_all()
     return sorted(tuple(row.values()) for row in rows)
+
+
+def _rounded(rows: list[tuple]) -> list[tuple]:
+    return sorted(tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows)
+
+
+def view_read_paths(out: Path) -> dict[str, object]:
+    """What the other read paths answer on the warehouse (snapshot plus deltas): the summary
+    views, `ctc sql --as` each principal, and retrieval's vector search by each topic's
+    direction (as the trusted caller and as alice)."""
+    from crosstier.retrieval.adhoc import run_sql
+    from crosstier.retrieval.retrieve import retrieve_with_expansion
+    from crosstier.retrieval.snapshot import close_all
+
+    close_all()
+    seen: dict[str, object] = {}
+    for principal in (None, "alice", "bob"):
+        for table in ("tier_distribution", "tier_links", "memories", "relationships"):
+            columns = "id, readers" if table == "memories" else "source_id, target_id, relationship_type, score" if table == "relationships" else "*"
+            seen[f"{principal}:{table}"] = _rounded(run_sql(f"select {columns} from {table}", out=out, principal=principal)[1])
+        for topic in range(len(TOPICS)):
+            direction = np.zeros(DIM, np.float32)
+            direction[topic] = 1.0
+            found = retrieve_with_expansion("topic", query_embedding=direction, top_k=4, expand=2, principal=principal, out=out)
+            seen[f"{principal}:retrieve:{topic}"] = (
+                [(hit["id"], round(hit["similarity"], 5)) for hit in found["primary"]],
+                [(e["from_id"], e["target_id"], e["relationship_type"], round(e["score"], 9)) for e in found["expanded"]],
+            )
+    close_all()
+    return seen
+
+
+def view_vectors(out: Path) -> dict[str, np.ndarray]:
+    """id -> the vector retrieval's search reads for it (snapshot plus deltas)."""
+    from crosstier.retrieval.snapshot import close_all, open_snapshot
+    from crosstier.retrieval.vectors import snapshot_vectors
+
+    close_all()
+    vectors = snapshot_vectors(open_snapshot(out))
+    close_all()
+    return {str(i): vectors.matrix[n] for n, i in enumerate(vectors.ids)}
+
+
+def assert_same_vectors(live: dict[str, np.ndarray], batch: dict[str, np.ndarray]) -> None:
+    assert sorted(live) == sorted(batch)
+    worst = max((float(np.abs(live[i] - batch[i]).max()) for i in batch), default=0.0)
+    assert worst < 1e-6, f"a live vector differs from the batch run's by {worst}"

@@ -13,7 +13,7 @@ import pytest
 from crosstier.core.catalog import Catalog
 from crosstier.core.config import load_settings
 from crosstier.retrieval.live import delta_names
-from live_helpers import config_file, memory, view_memory_ids, view_rejects, view_rows, write_lines
+from live_helpers import assert_same_vectors, config_file, memory, view_memory_ids, view_read_paths, view_rejects, view_rows, view_vectors, write_lines
 
 pytest.importorskip("prefect")
 
@@ -102,12 +102,18 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     assert view_rows(out) == batch_rows(config, tmp_path / "batch3")
     assert view_memory_ids(out) == view_memory_ids(tmp_path / "batch3")
     assert "m004" not in view_memory_ids(out)
+    # every other read path too: the summary views, `ctc sql --as`, retrieval's vector search
+    assert view_read_paths(out) == view_read_paths(tmp_path / "batch3")
+    assert_same_vectors(view_vectors(out), view_vectors(tmp_path / "batch3"))
     assert delta_names(live.files.dir) == ("000000002", "000000003")  # a reader starts at the checkpoint
     write_lines(store, [memory(13)])
     live.step()  # delta 4, a checkpoint: delta 1 goes, 2 (the checkpoint before) stays for readers
     assert delta_names(live.files.dir) == ("000000004",)
     assert sorted(p.name for p in (live.files.dir / "deltas").iterdir()) == ["000000002", "000000003", "000000004"]
     assert "m013" in view_memory_ids(out) and "m004" not in view_memory_ids(out)
+    assert view_rows(out) == batch_rows(config, tmp_path / "batch4")  # read from the checkpoint
+    assert view_read_paths(out) == view_read_paths(tmp_path / "batch4")
+    assert_same_vectors(view_vectors(out), view_vectors(tmp_path / "batch4"))
 
 
 def test_a_manual_link_reaches_readers_without_relinking(tmp_path):
@@ -195,6 +201,8 @@ def test_property_any_sequence_of_appends_edits_and_deletes_equals_a_batch_run(t
             live.step()
         assert view_rows(live.settings.output_dir) == batch_rows(config, folder / "batch")
         assert view_memory_ids(live.settings.output_dir) == sorted(r["id"] for r in records)
+        assert view_read_paths(live.settings.output_dir) == view_read_paths(folder / "batch")
+        assert_same_vectors(view_vectors(live.settings.output_dir), view_vectors(folder / "batch"))
 
     check()
 

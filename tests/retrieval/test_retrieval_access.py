@@ -107,3 +107,12 @@ def test_sql_as_principal_sees_only_its_memories_and_links(out):
     assert both == [(0,)]
     _, trusted = run_sql("select count(*) from memories", out=out)
     assert trusted == [(11,)]
+
+
+def test_sql_as_principal_counts_only_its_memories_and_links_in_the_summaries(out):
+    _, visible = run_sql("select count(*) from memories", out=out, principal="alice")
+    _, links = run_sql("select count(*) from relationships", out=out, principal="alice")
+    _, tiers = run_sql("select sum(memories) from tier_distribution", out=out, principal="alice")
+    assert tiers[0][0] == visible[0][0] < 11  # sem-secret and the other hidden memories are not counted
+    _, per_type = run_sql("select sum(links) from tier_links", out=out, principal="alice")
+    assert per_type == links == [(8,)]

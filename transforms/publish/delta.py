@@ -5,6 +5,9 @@ A delta is a folder `<snapshot>/deltas/<seq>/` with three Parquet files:
 - `changes`: one row per id it touches: `memory` ('upsert', 'delete' or null: the row is
   unchanged) and `links` (true: every relationship row at this id is the delta's);
 - `relationships`: every published relationship row with an end among its `links` ids;
+- `embeddings` (id, embedding): the vector, as the snapshot's embeddings.parquet holds it, of
+  every memory whose vector it computed again (new and edited memories, and session turns
+  whose neighbours changed): retrieval's vector search reads them over the snapshot's;
 - `rejects` (only when they changed): every current reject, replacing the snapshot's.
 It is written into `.<seq>.partial` and renamed into place, so a reader lists all of a
 delta or none. Every so often the watcher writes a checkpoint instead: a delta holding
@@ -22,6 +25,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from crosstier.core.atomic import fsync_dir
@@ -29,6 +33,7 @@ from crosstier.core.atomic import fsync_dir
 DELTAS_DIR = "deltas"
 DELTA_TABLES = ("memories", "changes", "relationships")
 CHECKPOINT_MARK = "checkpoint"
+EMBEDDINGS_FILE = "embeddings.parquet"  # retrieval/vectors.py reads it (the read side only lists deltas)
 CHANGES_SCHEMA = pl.Schema({"id": pl.String, "memory": pl.String, "links": pl.Boolean})
 
 
@@ -40,10 +45,11 @@ class Delta:
     changes: pl.DataFrame
     relationships: pl.DataFrame
     rejects: pl.DataFrame | None = None  # all current rejects, when they changed
+    embeddings: pl.DataFrame | None = None  # (id, embedding) of the vectors computed again
 
     @property
     def empty(self) -> bool:
-        return self.changes.height == 0 and self.rejects is None
+        return self.changes.height == 0 and self.rejects is None and (self.embeddings is None or self.embeddings.height == 0)
 
 
 def deltas_dir(snapshot_dir: Path) -> Path:
@@ -81,6 +87,11 @@ def delta_frames(memories: pl.DataFrame, upserted: set[str], deleted: set[str], 
     return Delta(memories.filter(pl.col("id").is_in(wanted)), changes, relationships)
 
 
+def vector_rows(ids: pl.Series, vectors: np.ndarray) -> pl.DataFrame:
+    """(id, embedding) rows as the snapshot's embeddings.parquet holds them."""
+    return pl.DataFrame({"id": ids.cast(pl.String), "embedding": pl.Series(np.asarray(vectors, dtype=np.float32)).cast(pl.List(pl.Float32))})
+
+
 def _write(frame: pl.DataFrame, path: Path) -> None:
     frame.write_parquet(path)
     with open(path, "rb") as handle:
@@ -100,6 +111,8 @@ def publish_delta(snapshot_dir: Path, delta: Delta, seq: int, *, checkpoint: boo
         _write(getattr(delta, table).with_columns(seq=pl.lit(seq, dtype=pl.Int64)), staging / f"{table}.parquet")
     if delta.rejects is not None:
         _write(delta.rejects, staging / "rejects.parquet")
+    if delta.embeddings is not None:
+        _write(delta.embeddings.with_columns(seq=pl.lit(seq, dtype=pl.Int64)), staging / EMBEDDINGS_FILE)
     if checkpoint:
         (staging / CHECKPOINT_MARK).write_bytes(b"")
     fsync_dir(staging)
