@@ -18,8 +18,7 @@ from crosstier.retrieval.snapshot import _LOCK as _DB_LOCK
 from crosstier.retrieval.snapshot import Snapshot, visible
 
 _LOCK = threading.Lock()
-_VECTORS: dict[tuple, "SnapshotVectors"] = {}
-_BASES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # each warehouse's snapshot vectors, without deltas
+_VECTORS: dict[Path, "SnapshotVectors"] = {}  # per warehouse: the vectors of the version read last
 _ENCODERS: dict[tuple, object] = {}
 
 
@@ -34,6 +33,7 @@ class SnapshotVectors:
     readers: list  # list[str] | None per row
     timestamps_us: np.ndarray  # float64 epoch microseconds, nan when none
     row: dict[str, int]
+    identity: tuple = ()  # the snapshot version (snapshot.Snapshot.identity) these are of
     _masks: dict[tuple, np.ndarray] = field(default_factory=dict)
 
     def mask(self, principal: str | None, namespace: str | None) -> np.ndarray:
@@ -64,29 +64,19 @@ def _matrix(column) -> np.ndarray:
 
 
 def _base_vectors(snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, matrix) of the snapshot's embeddings.parquet; read once per snapshot, whatever
-    deltas a watcher publishes beside it (150 MB at 100k memories)."""
-    key = (snapshot.catalog.root, snapshot.files.dir, snapshot.run_id)
-    with _LOCK:
-        if key in _BASES:
-            return _BASES[key]
+    """(ids, matrix) of the snapshot's embeddings.parquet."""
     path = snapshot.files.embeddings
     if not path.is_file():
         raise NoSnapshotError(f"no vectors in the snapshot: {path} is missing")
     table = pq.read_table(path, columns=["id", "embedding"])
-    base = table.column("id").to_numpy(zero_copy_only=False).astype(object), _matrix(table.column("embedding"))
-    with _LOCK:
-        for old in [k for k in _BASES if k[0] == key[0]]:
-            del _BASES[old]  # one snapshot per warehouse in memory
-        _BASES[key] = base
-    return base
+    return table.column("id").to_numpy(zero_copy_only=False).astype(object), _matrix(table.column("embedding"))
 
 
-def _delta_vectors(snapshot: Snapshot) -> tuple[list[str], list[np.ndarray]]:
-    """(ids, vectors) the loaded deltas computed again, the latest of each id: new and edited
+def _delta_vectors(snapshot: Snapshot, names: list[str]) -> tuple[list[str], list[np.ndarray]]:
+    """(ids, vectors) the named deltas computed again, the latest of each id: new and edited
     memories and session turns whose neighbours changed (transforms/publish/delta.py)."""
     latest: dict[str, np.ndarray] = {}
-    for name in snapshot.identity[-2]:
+    for name in names:
         path = snapshot.files.dir / DELTAS_DIR / name / EMBEDDINGS_FILE
         if not path.is_file():  # a delta of a watcher that published no vectors
             continue
@@ -100,13 +90,24 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
     """The vectors of the snapshot (embeddings.parquet) overlaid with those of a watcher's
     deltas, with each memory's tier, namespace, readers and time; cached until the snapshot
     or its deltas change. A memory the deltas deleted is left out; a new one whose delta has
-    no vector (a watcher of an older version) too, until the next snapshot."""
-    key = (snapshot.catalog.root, snapshot.identity)
+    no vector (a watcher of an older version) too, until the next snapshot.
+
+    When only more deltas came, the vectors held are the start: the deltas not read yet
+    replace theirs (a checkpoint repeats every vector since the snapshot, so starting from
+    what the deltas before it made is the same as starting from the file), and the 150 MB
+    of a 100k-memory snapshot are not read again, nor held twice."""
+    root = snapshot.catalog.root
     with _LOCK:
-        if key in _VECTORS:
-            return _VECTORS[key]
-    ids, matrix = _base_vectors(snapshot)
-    fresh_ids, fresh = _delta_vectors(snapshot)
+        held = _VECTORS.get(root)
+    if held is not None and held.identity == snapshot.identity:
+        return held
+    if held is not None and held.identity[:-2] == snapshot.identity[:-2] and held.identity[-1] == snapshot.identity[-1]:
+        ids, matrix = held.ids, held.matrix
+        read = set(held.identity[-2])
+        fresh_ids, fresh = _delta_vectors(snapshot, [name for name in snapshot.identity[-2] if name not in read])
+    else:
+        ids, matrix = _base_vectors(snapshot)
+        fresh_ids, fresh = _delta_vectors(snapshot, list(snapshot.identity[-2]))
     if fresh_ids:
         replaced = set(fresh_ids)
         kept = np.fromiter((i not in replaced for i in ids), dtype=bool, count=len(ids))
@@ -130,11 +131,10 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
         readers=[readers[t] for t in take],
         timestamps_us=np.asarray(meta.column("ts").to_numpy(zero_copy_only=False), dtype=np.float64)[take],
         row={i: n for n, i in enumerate(ids)},
+        identity=snapshot.identity,
     )
     with _LOCK:
-        for old in [k for k in _VECTORS if k[0] == key[0]]:
-            del _VECTORS[old]  # one version per warehouse in memory
-        _VECTORS[key] = vectors
+        _VECTORS[root] = vectors  # one version per warehouse in memory
     return vectors
 
 

@@ -114,6 +114,14 @@ def test_live_view_equals_a_batch_run_after_appends_a_cap_push_out_an_edit_and_a
     assert view_rows(out) == batch_rows(config, tmp_path / "batch4")  # read from the checkpoint
     assert view_read_paths(out) == view_read_paths(tmp_path / "batch4")
     assert_same_vectors(view_vectors(out), view_vectors(tmp_path / "batch4"))
+    # an edit after the reader's vectors were read: it reads delta 5 over what it holds
+    lines = [json.loads(line) for line in store.read_text().splitlines() if line.startswith("{\"")]
+    write_lines(rewritten, [memory(5, topic=0, text="deploy the staging nginx proxy config, edited") if r["id"] == "m005" else r for r in lines], "w")
+    os.replace(rewritten, store)
+    live.step()
+    assert view_rows(out) == batch_rows(config, tmp_path / "batch5")
+    assert view_read_paths(out) == view_read_paths(tmp_path / "batch5")
+    assert_same_vectors(view_vectors(out), view_vectors(tmp_path / "batch5"))
 
 
 def test_a_manual_link_reaches_readers_without_relinking(tmp_path):
