@@ -94,10 +94,18 @@ def _rounded(rows: list[tuple]) -> list[tuple]:
     return sorted(tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows)
 
 
+VIEW_TABLES = {  # what view_read_paths compares of each table
+    "tier_distribution": "select * from tier_distribution",
+    "tier_links": "select * from tier_links",
+    "memories": "select id, readers from memories",
+    "relationships": "select source_id, target_id, relationship_type, score from relationships",
+}
+
+
 def view_read_paths(out: Path) -> dict[str, object]:
     """What the other read paths answer on the warehouse (snapshot plus deltas): the summary
     views, `ctc sql --as` each principal, and retrieval's vector search by each topic's
-    direction (as the trusted caller and as alice)."""
+    direction, as the trusted caller and as each principal."""
     from crosstier.retrieval.adhoc import run_sql
     from crosstier.retrieval.retrieve import retrieve_with_expansion
     from crosstier.retrieval.snapshot import close_all
@@ -105,9 +113,10 @@ def view_read_paths(out: Path) -> dict[str, object]:
     close_all()
     seen: dict[str, object] = {}
     for principal in (None, "alice", "bob"):
-        for table in ("tier_distribution", "tier_links", "memories", "relationships"):
-            columns = "id, readers" if table == "memories" else "source_id, target_id, relationship_type, score" if table == "relationships" else "*"
-            seen[f"{principal}:{table}"] = _rounded(run_sql(f"select {columns} from {table}", out=out, principal=principal)[1])
+        # one statement per principal, a JSON list per table: `--as` copies the principal's rows once per statement
+        _, rows = run_sql(" union all ".join(f"select '{table}', to_json(list(x)) from ({query}) as x" for table, query in VIEW_TABLES.items()), out=out, principal=principal)
+        for table, listed in rows:
+            seen[f"{principal}:{table}"] = _rounded([tuple(r.values()) for r in json.loads(listed) or []])
         for topic in range(len(TOPICS)):
             direction = np.zeros(DIM, np.float32)
             direction[topic] = 1.0
