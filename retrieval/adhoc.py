@@ -16,7 +16,7 @@ import duckdb
 
 from crosstier import sql
 from crosstier.core.config import Settings
-from crosstier.retrieval.live import delta_names, overlaid_connection, summary_views
+from crosstier.retrieval.live import delta_names, overlaid_connection, quoted_path, summary_views
 from crosstier.retrieval.snapshot import close_snapshot, open_snapshot
 
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
@@ -81,7 +81,7 @@ def _source(database: Path, snapshot_dir: Path, deltas: tuple[str, ...]) -> duck
     if deltas:
         return overlaid_connection(database, snapshot_dir, deltas)
     con = duckdb.connect()
-    con.execute(f"attach '{database.as_posix().replace(chr(39), chr(39) * 2)}' as snap (read_only)")
+    con.execute(f"attach {quoted_path(database)} as snap (read_only)")
     for table in ("memories", "relationships"):
         con.execute(f"create view {table} as select * from snap.{table}")
     return con
@@ -91,7 +91,7 @@ def _visible_copy(source: duckdb.DuckDBPyConnection, path: Path, principal: str)
     """A database with the principal's memories, the links between them and the read views,
     copied out of `source` (closed here)."""
     try:
-        source.execute(f"attach '{path.as_posix().replace(chr(39), chr(39) * 2)}' as visible")
+        source.execute(f"attach {quoted_path(path)} as visible")
         source.execute(
             "create table visible.memories as select * from memories "
             "where readers is null or list_contains(readers, $principal)",

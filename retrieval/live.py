@@ -58,7 +58,8 @@ def delta_names(snapshot_dir: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _quoted(path: Path) -> str:
+def quoted_path(path: Path) -> str:
+    """A path as a DuckDB string literal (ATTACH takes no bound parameter)."""
     return "'" + path.as_posix().replace("'", "''") + "'"
 
 
@@ -90,7 +91,7 @@ def overlaid_connection(database: Path, snapshot_dir: Path, names: tuple[str, ..
     """A connection where the snapshot's tables read as snapshot plus the named deltas."""
     con = duckdb.connect()
     try:
-        con.execute(f"attach {_quoted(database)} as snap (read_only)")
+        con.execute(f"attach {quoted_path(database)} as snap (read_only)")
         folders = [snapshot_dir / DELTAS_DIR / name for name in names]
         for table in DELTA_TABLES:
             files = [str(folder / f"{table}.parquet") for folder in folders]

@@ -231,7 +231,8 @@ def recapped_around(
     previous_capped = previous_capped.cast(RELATIONSHIP_SCHEMA)
     redone = changed | chained_before
     near = pl.Series(ends.previous_capped.touching(redone))
-    previous = _keyed(previous_capped.filter(near), groups_before)
+    near_rows = previous_capped.filter(near)
+    previous = _keyed(near_rows, groups_before)
     inside = (pl.col("_lo") == pl.col("_hi")) & pl.col("source_id").is_in(groups_before.get_column("id").implode())
     at_changed = pl.col("source_id").is_in(_series(changed).implode()) | pl.col("target_id").is_in(_series(changed).implode())
     in_chained = pl.col("source_id").is_in(_series(chained_before).implode())
@@ -244,4 +245,4 @@ def recapped_around(
     # not sorted: readers order their own queries, and sorting every capped row cost ~0.19 s a micro-batch at 100k
     far = ~near.to_numpy()
     capped = pl.concat([previous_capped.filter(pl.Series(far)), recomputed])
-    return Recapped(capped, around, previous_capped.filter(near), recomputed, ends.previous_capped.where(far).then(recomputed))
+    return Recapped(capped, around, near_rows, recomputed, ends.previous_capped.where(far).then(recomputed))
