@@ -14,12 +14,10 @@ from typing import Any
 
 import duckdb
 
-from crosstier import sql
 from crosstier.core.config import Settings
-from crosstier.retrieval.live import delta_names, overlaid_connection, quoted_path, summary_views
+from crosstier.retrieval.live import delta_names, overlaid_connection, quoted_path, read_views
 from crosstier.retrieval.snapshot import close_snapshot, open_snapshot
 
-VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
 # Read-only alone still lets a statement reach other files (COPY TO, ATTACH ... READ_WRITE,
 # read_csv('/etc/passwd')): ad-hoc SQL gets a connection shut off from everything else.
 SANDBOX = {"enable_external_access": False, "lock_configuration": True}
@@ -106,9 +104,7 @@ def _visible_copy(source: duckdb.DuckDBPyConnection, path: Path, principal: str)
         source.close()
     con = duckdb.connect(str(path))
     try:
-        summary_views(con)
-        for view in VIEWS:
-            con.execute(sql.load(view))
+        read_views(con)
         con.execute("checkpoint")
     finally:
         con.close()

@@ -38,10 +38,14 @@ def derived_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"create or replace table {table} as {sql.load(table)}")
 
 
-def summary_views(con: duckdb.DuckDBPyConnection) -> None:
-    """tier_distribution and tier_links as views over the connection's memories and relationships."""
+def read_views(con: duckdb.DuckDBPyConnection) -> None:
+    """The views a reader gets over the connection's memories and relationships:
+    tier_distribution and tier_links, and links_both_ways, contradictions_to_review and
+    orphan_memories."""
     for name in SUMMARIES:
         con.execute(f"create view {name} as {sql.load(name)}")
+    for view in VIEWS:
+        con.execute(sql.load(view))
 
 
 def delta_names(snapshot_dir: Path) -> tuple[str, ...]:
@@ -107,9 +111,7 @@ def overlaid_connection(database: Path, snapshot_dir: Path, names: tuple[str, ..
         for table in PASSED_THROUGH:
             if table in tables:
                 con.execute(f"create view {table} as select * from snap.{table}")
-        summary_views(con)
-        for view in VIEWS:
-            con.execute(sql.load(view))
+        read_views(con)
     except BaseException:
         con.close()
         raise
