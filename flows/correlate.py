@@ -241,7 +241,7 @@ def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFr
         "rejects": extracted.rejects.with_columns(run_id=pl.lit(run.run_id)),
     }
     state = {
-        "embeddings": memories.select("id").with_columns(embedding=pl.Series(vectors).cast(pl.List(pl.Float32))),
+        "embeddings": publish.embedding_rows(memories.get_column("id"), vectors),
         "scored_links": linked.scored,
         "fingerprints": linked.fingerprints,
     }

@@ -25,7 +25,8 @@ from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vec
 from crosstier.transforms.link import incremental, links, live, live_cap
 from crosstier.transforms.link.link_ends import rows_apart
 from crosstier.transforms.link.manual import manual_relationships
-from crosstier.transforms.publish.delta import Delta, delta_frames, vector_rows
+from crosstier.transforms.publish.delta import Delta, delta_frames
+from crosstier.transforms.publish.snapshot import embedding_rows
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.sorted_rows import kept_per_frame, with_rows_inserted
 from crosstier.transforms.stores.extract import combined_extracts
@@ -274,14 +275,14 @@ def checkpoint_delta(state: WatchState) -> Delta:
     rows = live.published_rows(state.index.capped, state.manual, linked, state.base_run, live.index_ends(state.index).capped) if linked else pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     delta = delta_frames(memories, set(state.memories_since) & present, set(state.memories_since) - present, linked, rows)
     recomputed = np.flatnonzero(memories.get_column("id").is_in(pl.Series(sorted(state.vectors_since), dtype=pl.String).implode()).to_numpy())
-    embeddings = vector_rows(memories.get_column("id").gather(recomputed), state.index.vectors[recomputed])
+    embeddings = embedding_rows(memories.get_column("id").gather(recomputed), state.index.vectors[recomputed])
     return replace(delta, rejects=state.rejects, embeddings=embeddings)
 
 
 def with_vectors(state: WatchState, delta: Delta, ids: pl.Series, vectors: np.ndarray) -> tuple[WatchState, Delta]:
     """The delta carries the vectors computed again (`ids`, row-aligned `vectors`): retrieval
     reads them over the snapshot's; the state remembers them for the next checkpoint."""
-    return replace(state, vectors_since=state.vectors_since | set(ids.to_list())), replace(delta, embeddings=vector_rows(ids, vectors))
+    return replace(state, vectors_since=state.vectors_since | set(ids.to_list())), replace(delta, embeddings=embedding_rows(ids, vectors))
 
 
 def vectors_unlike(memories: pl.DataFrame, vectors: np.ndarray, published: pl.DataFrame) -> np.ndarray:

@@ -5,7 +5,8 @@ A delta is a folder `<snapshot>/deltas/<seq>/` with three Parquet files:
 - `changes`: one row per id it touches: `memory` ('upsert', 'delete' or null: the row is
   unchanged) and `links` (true: every relationship row at this id is the delta's);
 - `relationships`: every published relationship row with an end among its `links` ids;
-- `embeddings` (id, embedding): the vector, as the snapshot's embeddings.parquet holds it, of
+- `embeddings` (id, embedding): the vector, as the snapshot's embeddings.parquet holds it
+  (snapshot.embedding_rows), of
   every memory whose vector it computed again (new and edited memories, and session turns
   whose neighbours changed): retrieval's vector search reads them over the snapshot's;
 - `rejects` (only when they changed): every current reject, replacing the snapshot's.
@@ -25,7 +26,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from crosstier.core.atomic import fsync_dir
@@ -85,11 +85,6 @@ def delta_frames(memories: pl.DataFrame, upserted: set[str], deleted: set[str], 
     )
     wanted = pl.Series(sorted(upserted), dtype=pl.String).implode()
     return Delta(memories.filter(pl.col("id").is_in(wanted)), changes, relationships)
-
-
-def vector_rows(ids: pl.Series, vectors: np.ndarray) -> pl.DataFrame:
-    """(id, embedding) rows as the snapshot's embeddings.parquet holds them."""
-    return pl.DataFrame({"id": ids.cast(pl.String), "embedding": pl.Series(np.asarray(vectors, dtype=np.float32)).cast(pl.List(pl.Float32))})
 
 
 def _write(frame: pl.DataFrame, path: Path) -> None:

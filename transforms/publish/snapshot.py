@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 
 from crosstier import sql
@@ -38,6 +39,12 @@ class Published:
     database: Path
     snapshot_dir: Path
     rows: dict[str, int]
+
+
+def embedding_rows(ids: pl.Series, vectors: np.ndarray) -> pl.DataFrame:
+    """(id, embedding) rows of row-aligned ids and vectors, as embeddings.parquet holds them
+    (in the snapshot, and in a watcher's deltas)."""
+    return pl.DataFrame({"id": ids.cast(pl.String), "embedding": pl.Series(np.asarray(vectors, dtype=np.float32)).cast(pl.List(pl.Float32))})
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
