@@ -81,9 +81,10 @@ class Reader(threading.Thread):
     reader seconds per poll, so the reader, not the watcher, set the measured latency. Each id
     seen is then asked once through find_correlations whether it has links."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, poll_s: float):
         super().__init__(daemon=True)
         self.out = out
+        self.poll_s = poll_s
         self.pending: dict[str, float] = {}
         self.seen: dict[str, float] = {}
         self.linked: set[str] = set()
@@ -115,7 +116,7 @@ class Reader(threading.Thread):
                 if find_correlations(memory_id, out=self.out)["total_found"]:
                     self.linked.add(memory_id)
                 continue
-            time.sleep(0.01)
+            time.sleep(self.poll_s)
 
     def drained(self, timeout: float = 30) -> None:
         """Wait until every seen id was asked for links."""
@@ -176,6 +177,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="how long the steady phase lasts")
     parser.add_argument("--burst", type=int, default=1000, help="memories appended at once in the burst phase")
     parser.add_argument("--cli", type=int, default=5, help="appends also polled through `ctc correlations`")
+    parser.add_argument("--poll-ms", type=float, default=50.0,
+                        help="the reader's pause between polls: each costs ~6 ms of CPU at 100k (~15 ms with 1000 ids pending), "
+                             "so a reader polling every 10 ms took a fifth of this 2-core machine from the watcher it measures; "
+                             "a latency is seen up to one pause late")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--base-vectors", choices=("provided", "cache"), default="provided",
                         help="provided: the base store carries an embedding column; cache: it does not, and its vectors "
@@ -224,7 +229,7 @@ def main() -> int:
     startup = time.monotonic() - started
     print(f"watcher ready after {startup:.1f}s (catch-up run over {args.n} memories, model loaded)", flush=True)
 
-    reader = Reader(out)
+    reader = Reader(out, args.poll_ms / 1000)
     reader.start()
     rss = [rss_mib(watcher.pid)]
     try:
@@ -278,10 +283,10 @@ def main() -> int:
     stages = stage_summary(batch_stages((work / "watch.log").read_text(errors="replace")), args.burst)
     print(f"watcher stages (median of the steady micro-batches, and the burst's largest): {stages}")
     load = open("/proc/loadavg").read().split()[:3]
-    print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli} --base-vectors {args.base_vectors}")
+    print(f"reproduce: .venv/bin/python bench/live.py --n {args.n} --rate {args.rate} --seconds {args.seconds} --burst {args.burst} --cli {args.cli} --poll-ms {args.poll_ms:g} --base-vectors {args.base_vectors}")
     print(
         "RESULT "
-        f"n={args.n} base_vectors={args.base_vectors} startup_s={startup:.1f} appends={len(latencies)} "
+        f"n={args.n} base_vectors={args.base_vectors} poll_ms={args.poll_ms:g} startup_s={startup:.1f} appends={len(latencies)} "
         f"api_p50_s={percentile(latencies, 50):.3f} api_p99_s={percentile(latencies, 99):.3f} "
         f"cli_p50_s={percentile([c for c in cli if c == c], 50):.3f} "
         f"burst={len(burst_ids)} burst_per_s={len(burst_ids) / last:.1f} "

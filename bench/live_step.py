@@ -128,13 +128,16 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
     """The micro-batch after the stores were read and the new texts embedded."""
     index = state.index
     with part("texts_fingerprints"):
-        touched = touched_rows(memories, index.memories, live_state.redone_ids(index.memories, memories, 1))
+        read_or_gone = live_state.redone_ids(index.memories, memories, 1)
+        touched = touched_rows(memories, index.memories, read_or_gone)
         texts, redo = live_state.texts_around(memories, index.memories, index.texts, touched, 1)
         fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, memories.get_column("id").gather(redo))
     with part("context"):
         vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
+        # as live_state.advanced passes it: only these rows may differ from the state's
+        redone = pl.concat([read_or_gone, memories.get_column("id").gather(redo)]).unique()
     with part("stepped"):
-        new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings)
+        new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings, redone)
     return stats
 
 

@@ -105,7 +105,8 @@ def current_ids(previous: frozenset[str] | None, memories: pl.DataFrame, changed
     them), where a set of 100k ids built again cost ~35 ms a micro-batch."""
     if previous is None:
         return frozenset(memories.get_column("id").to_list())
-    return (previous - deleted) | changed
+    # `previous - deleted` copies every id even when nothing was deleted (~12 ms at 100k)
+    return ((previous - deleted) if deleted else previous) | changed
 
 
 def refreshed_features(
