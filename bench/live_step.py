@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover
 from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402
-from crosstier.transforms.embed.text import context_vectors, context_vectors_around, touched_rows  # noqa: E402
+from crosstier.transforms.embed.text import context_vectors, context_vectors_around  # noqa: E402
 from crosstier.transforms.link import candidates, links, live, live_cap  # noqa: E402
 from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
@@ -128,16 +128,11 @@ def one_step(state: live_state.WatchState, memories: pl.DataFrame, contents: np.
     """The micro-batch after the stores were read and the new texts embedded."""
     index = state.index
     with part("texts_fingerprints"):
-        read_or_gone = live_state.redone_ids(index.memories, memories, 1)
-        touched = touched_rows(memories, index.memories, read_or_gone)
-        texts, redo = live_state.texts_around(memories, index.memories, index.texts, touched, 1)
-        fingerprints = live_state.refreshed_fingerprints(memories, texts, index.fingerprints, memories.get_column("id").gather(redo))
+        rows = live_state.batch_rows(index, memories, 1)
     with part("context"):
-        vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows)
-        # as live_state.advanced passes it: only these rows may differ from the state's
-        redone = pl.concat([read_or_gone, memories.get_column("id").gather(redo)]).unique()
+        vectors = context_vectors_around(memories, contents, index.vectors, rows.touched, finish=links.unit_rows)
     with part("stepped"):
-        new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, texts, fingerprints, vectors, manual, settings, redone)
+        new_state, delta, stats = live_state.stepped(replace(state, batch=1), memories, rows.texts, rows.fingerprints, vectors, manual, settings, rows.redone)
     return stats
 
 

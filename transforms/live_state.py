@@ -165,6 +165,29 @@ def redone_ids(previous: pl.DataFrame, memories: pl.DataFrame, batch: int) -> pl
     return pl.concat([read_now, gone])
 
 
+@dataclass(frozen=True)
+class BatchRows:
+    """What a micro-batch changed in the rows, before any vector: the touched sessions' rows,
+    every text and fingerprint, and the ids whose row may differ from the state's (read
+    again, new, fingerprinted again or gone: live.relinked and row_hashes_after compare only those)."""
+
+    touched: TouchedRows
+    texts: pl.DataFrame
+    fingerprints: pl.DataFrame
+    redone: pl.Series
+
+
+def batch_rows(index: live.LinkIndex, memories: pl.DataFrame, batch: int) -> BatchRows:
+    """BatchRows of the current memories against the index (one look at which sessions the
+    batch touched serves the context texts and the context vectors)."""
+    read_or_gone = redone_ids(index.memories, memories, batch)
+    touched = touched_rows(memories, index.memories, read_or_gone)
+    texts, redo = texts_around(memories, index.memories, index.texts, touched, batch)
+    again = memories.get_column("id").gather(redo)
+    fingerprints = refreshed_fingerprints(memories, texts, index.fingerprints, again)
+    return BatchRows(touched, texts, fingerprints, pl.concat([read_or_gone, again]).unique())
+
+
 def content_vectors_of(
     memories: pl.DataFrame, stores: dict[str, FollowedStore], at: np.ndarray, rows: np.ndarray, matrix: np.ndarray, dim: int, vectors_for: VectorSource,
     out: np.ndarray | None = None,
@@ -311,11 +334,8 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         stores[name] = refreshed(stores[name], settings.max_content_bytes, dim, batch)
     memories, rejects = current_memories(stores)
     index = state.index
-    # one look at which sessions the batch touched, for the context texts and the context vectors
-    read_or_gone = redone_ids(index.memories, memories, batch)
-    touched = touched_rows(memories, index.memories, read_or_gone)
-    texts, redo = texts_around(memories, index.memories, index.texts, touched, batch)
-    fingerprints = refreshed_fingerprints(memories, texts, index.fingerprints, memories.get_column("id").gather(redo))
+    rows = batch_rows(index, memories, batch)
+    touched = rows.touched
     # a row this batch did not read has the content it had: its own vector stands
     reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
     at = np.flatnonzero(reusable)
@@ -327,10 +347,8 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
                                      out=buffer_rows(index.vectors, memories.height, dim))
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
-    # only these rows may differ from the state's: read again, new, fingerprinted again or gone
-    redone = pl.concat([read_or_gone, memories.get_column("id").gather(redo)]).unique()
     context_done = time.perf_counter()
-    new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings, redone)
+    new_state, delta, stats = stepped(state, memories, rows.texts, rows.fingerprints, vectors, manual_log_path, settings, rows.redone)
     new_state, delta = with_rejects(new_state, delta, rejects)
     new_state, delta = with_vectors(new_state, delta, memories.get_column("id").gather(touched.fresh), vectors[touched.fresh])
     done = time.perf_counter()
