@@ -174,6 +174,22 @@ def test_bf16_vectors_are_unit_float32_and_match_fp32(torch_encoder, bf16_encode
     assert float(bf16_encoder.encode([TEXTS[0]])[0] @ vectors[0]) >= 0.9999
 
 
+def test_bf16_weights_cast_once_give_autocasts_vectors_bit_for_bit(bf16_encoder):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    linear = [m for m in bf16_encoder._impl.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear and all(p.dtype == torch.bfloat16 for m in linear for p in m.parameters())
+    # the model as loaded, float32 weights cast by autocast on every call
+    plain = SentenceTransformer(str(bf16_encoder.info.path), device="cpu", local_files_only=True)
+    plain.max_seq_length = bf16_encoder.info.max_seq_length
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        expected = plain.encode(TEXTS, batch_size=len(TEXTS), convert_to_tensor=True).float().numpy()
+    got = bf16_encoder.encode(TEXTS, batch_size=len(TEXTS))
+    norms = np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.array_equal(got, (expected / norms).astype(np.float32))
+
+
 def test_vectors_come_back_in_input_order(onnx_encoder):
     forward = onnx_encoder.encode(TEXTS, batch_size=2)
     backward = onnx_encoder.encode(TEXTS[::-1], batch_size=3)

@@ -137,6 +137,8 @@ class _TorchBackend:
         self.model.max_seq_length = info.max_seq_length
         self.dim = int(self.model.get_embedding_dimension())
         self.device, self.precision = device, precision
+        if precision == "bf16":
+            bf16_linear_weights(self.model)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of one batch."""
@@ -146,6 +148,22 @@ class _TorchBackend:
             vectors = self.model.encode(texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False)
         # normalised here, in float32: sentence-transformers would normalise the bf16 tensor
         return _unit(vectors.float().cpu().numpy())
+
+
+def bf16_linear_weights(model) -> None:  # model: torch.nn.Module
+    """Store every Linear layer's weight and bias in bfloat16, once.
+
+    Autocast casts them to bfloat16 on every call and forgets the copies when its region
+    ends, so each micro-batch of the watcher paid for the casts again: the same vectors, bit
+    for bit (autocast casts a Linear's inputs to bfloat16 either way), and 8 texts encoded in
+    31 ms instead of 39 (2 cores with AMX). Only under autocast: float32 inputs cannot meet
+    bfloat16 weights outside it. Embeddings and layer norms keep float32, as autocast reads them."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            for parameter in module.parameters(recurse=False):
+                parameter.data = parameter.data.to(torch.bfloat16)
 
 
 def onnx_path(info: ModelInfo, cache_dir: Path) -> Path:
