@@ -486,3 +486,28 @@ def test_a_lookup_in_a_big_shard_reads_only_the_row_groups_that_hold_its_hashes(
     vectors.select(pl.lit("old").alias("model_id"), "text_hash", "embedding").write_parquet(old)
     found_old, damaged = embed_cache.read_cached(tmp_path, "old", 8, pl.Series(wanted), log)
     assert damaged == 0 and sorted(found_old["text_hash"].to_list()) == sorted(wanted)
+
+
+def test_a_small_pass_runs_on_one_thread_only_where_idle_threads_sleep(bf16_encoder, monkeypatch: pytest.MonkeyPatch):
+    import torch
+
+    threads = torch.get_num_threads()
+    if threads < 2:
+        pytest.skip("torch runs on one thread here: nothing to narrow")
+    seen: list[int] = []
+    forward = bf16_encoder._impl.model.forward
+
+    def spied(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(bf16_encoder._impl.model, "forward", spied)
+    two_threads = bf16_encoder.encode(TEXTS[:3])
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    one_thread = bf16_encoder.encode(TEXTS[:3])
+    bf16_encoder.encode(TEXTS[:1] * embed_encoders.ONE_THREAD_BELOW, batch_size=embed_encoders.ONE_THREAD_BELOW)
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    assert seen == [threads, 1, threads]
+    assert torch.get_num_threads() == threads
+    # bf16 sums split across threads round differently, as a batch's padding does: far below what scoring sees
+    assert (one_thread * two_threads).sum(axis=1).min() >= 0.9999

@@ -7,6 +7,7 @@ commands import this package, and a run whose texts are all cached never loads a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -35,6 +36,13 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # 2.78-2.90 s and 3.32-3.41 s (2 cores, 2026-12-04). Earlier: 64 beat 32 (0.86 s / 1.06 s).
 DEFAULT_BATCH_SIZE = {"cpu": 128, "cuda": 256}
 ONNX_OPSET = 17
+# Below this many texts a CPU forward pass runs on one thread when OpenMP's idle threads sleep
+# (OMP_WAIT_POLICY=PASSIVE, as `ctc watch` sets it): waking the other thread for each of the
+# pass's many small parallel regions cost more than it saved. bf16 on 2 cores with AMX
+# (2026-12-05): 8 texts 24 ms on one thread against 31 on two, 16 texts 37 against 43, 32 at
+# parity, 128 texts 248 against 156. With spinning threads (OpenMP's default) two stay faster
+# (8 texts 19 ms against 26), so there the setting is left alone.
+ONE_THREAD_BELOW = 32
 # Whether "auto" picks onnxruntime on CPU. The issue asks for onnx as the CPU default only when
 # it reaches 1.8x the bare torch encode rate; bench/embed.py measures it (see docs/embedding.md).
 # On 2 cores float32 torch already runs at about half the CPU's float32 peak, and onnxruntime's
@@ -144,10 +152,31 @@ class _TorchBackend:
         """Unit vectors of one batch."""
         import torch
 
-        with torch.autocast(device_type=self.device, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+        with torch.autocast(device_type=self.device, dtype=torch.bfloat16, enabled=self.precision == "bf16"), _threads_for(self.device, len(texts)):
             vectors = self.model.encode(texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False)
         # normalised here, in float32: sentence-transformers would normalise the bf16 tensor
         return _unit(vectors.float().cpu().numpy())
+
+
+# one small pass at a time changes torch's thread count: two interleaved would restore each other's
+_THREADS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _threads_for(device: str, texts: int):
+    """torch on one thread for a small CPU pass where idle OpenMP threads sleep (ONE_THREAD_BELOW)."""
+    if device != "cpu" or texts >= ONE_THREAD_BELOW or os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
+        yield
+        return
+    import torch
+
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def bf16_linear_weights(model) -> None:  # model: torch.nn.Module
