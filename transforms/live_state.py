@@ -11,6 +11,7 @@ neighbour arrived) are hashed, fingerprinted and embedded again.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -215,6 +216,32 @@ def content_vectors_of(
     return out, {"reused": len(at), "provided": provided.height, "embedded": rest.height}
 
 
+def unprovided_texts_read(memories: pl.DataFrame, stores: dict[str, FollowedStore], batch: int, dim: int) -> pl.DataFrame:
+    """(text_hash, text) of the contents read in this batch whose store provides no vector:
+    what content_vectors_of will embed (it asks for no other row, as every row it cannot
+    reuse was read in this batch)."""
+    read = memories.filter(pl.col("_batch") == batch).select("id", pl.col("content").alias("text"))
+    provided = provided_vectors(stores, read.get_column("id"), dim)
+    texts = read.join(provided.select("id"), on="id", how="anti").get_column("text")
+    return pl.DataFrame({"text_hash": [embed.text_hash(t) for t in texts.to_list()], "text": texts}, schema={"text_hash": pl.String, "text": pl.String})
+
+
+def prefetched(early: Future | None, vectors_for: VectorSource) -> VectorSource:
+    """A VectorSource that answers from `early` (a future of vectors_for over the texts it
+    expected; None: it expected none) and asks vectors_for for the rest."""
+    if early is None:
+        return vectors_for
+
+    def vectors(texts: pl.DataFrame) -> pl.DataFrame:
+        ready = early.result().unique("text_hash", keep="first")
+        found = texts.select("text_hash").join(ready, on="text_hash", how="left", maintain_order="left")
+        if found.get_column("embedding").null_count():
+            return vectors_for(texts)  # a text it did not expect: every row from the source, as before
+        return found
+
+    return vectors
+
+
 def manual_frame(path: Path, memories: pl.DataFrame, run_id: str) -> pl.DataFrame:
     """The manual links the batch run would publish over these memories."""
     records, _bad = manual_log.read_records(path)
@@ -334,14 +361,20 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         stores[name] = refreshed(stores[name], settings.max_content_bytes, dim, batch)
     memories, rejects = current_memories(stores)
     index = state.index
-    rows = batch_rows(index, memories, batch)
-    touched = rows.touched
-    # a row this batch did not read has the content it had: its own vector stands
-    reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
-    at = np.flatnonzero(reusable)
-    read_done = time.perf_counter()
-    contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, vectors_for,
-                                                out=buffer_rows(state.content_vectors, memories.height, dim))
+    # The texts read now are embedded on a second thread while this one works out the
+    # batch's rows: on 2 cores a micro-batch's encode (one torch thread, encoders.py) then
+    # costs little of its latency.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
+        wanted = unprovided_texts_read(memories, stores, batch, dim)
+        early = pool.submit(vectors_for, wanted) if wanted.height else None
+        rows = batch_rows(index, memories, batch)
+        touched = rows.touched
+        # a row this batch did not read has the content it had: its own vector stands
+        reusable = (touched.previous_of >= 0) & memories.select((pl.col("_batch") != batch).fill_null(True)).to_series().to_numpy()
+        at = np.flatnonzero(reusable)
+        read_done = time.perf_counter()
+        contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, prefetched(early, vectors_for),
+                                                    out=buffer_rows(state.content_vectors, memories.height, dim))
     embed_done = time.perf_counter()
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,

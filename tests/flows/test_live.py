@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,30 @@ def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path, monk
     # the first delta is read afresh (the reader had none), then each is added; the checkpoint
     # that starts a new list of deltas opens it afresh, and the next is added to that
     assert kinds[0] == "reopened" and kinds.count("reopened") == 2 and kinds[-1] == "extended"
+
+
+def test_appended_texts_without_a_vector_are_embedded_once_each_on_the_side_and_land_on_their_rows(tmp_path):
+    import numpy as np
+    import polars as pl
+
+    from crosstier.transforms.embed.vectors import text_hash
+
+    store, config, live = started(tmp_path, [memory(i) for i in range(6)])
+    asked: list[list[str]] = []
+    threads: list[str] = []
+
+    def model(texts: pl.DataFrame) -> pl.DataFrame:
+        asked.append(sorted(texts.get_column("text").to_list()))
+        threads.append(threading.current_thread().name)
+        vectors = [memory(6, text=t, seed=len(t))["embedding"] for t in texts.get_column("text").to_list()]
+        return pl.DataFrame({"text_hash": texts.get_column("text_hash"), "embedding": vectors}, schema={"text_hash": pl.String, "embedding": pl.List(pl.Float32)})
+
+    unvectored = [{k: v for k, v in memory(i, text=f"note {i} on the nginx proxy").items() if k != "embedding"} for i in (6, 7)]
+    write_lines(store, [*unvectored, memory(8)])  # m008 carries its vector: never asked for
+    step = advanced(live.state, ["notes"], live.settings, live.catalog.manual_log, model)
+    assert asked == [["note 6 on the nginx proxy", "note 7 on the nginx proxy"]]
+    assert threads[0] != threading.current_thread().name  # beside the batch's other reading, not after it
+    assert step.stats["embedded"] == 2 and step.stats["provided"] == 1
+    ids = step.state.index.memories.get_column("id").to_list()
+    expected = model(pl.DataFrame({"text_hash": [text_hash("note 6 on the nginx proxy")], "text": ["note 6 on the nginx proxy"]})).get_column("embedding").to_list()[0]
+    assert np.array_equal(step.state.content_vectors[ids.index("m006")], np.array(expected, dtype=np.float32))
