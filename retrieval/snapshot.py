@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
@@ -48,6 +48,23 @@ def visible(readers: list[str] | None, principal: str | None) -> bool:
     return principal is None or readers is None or principal in readers
 
 
+class SnapshotIdentity(NamedTuple):
+    """What identifies a version of the snapshot a reader has open: the folder `current`
+    points at, the DuckDB file's inode, size and mtime, the live deltas (`ctc watch`) and the
+    run id. Two versions with the same base and more deltas are read as an extension."""
+
+    folder: str
+    inode: int
+    size: int
+    mtime_ns: int
+    deltas: tuple[str, ...]
+    run_id: str | None
+
+    def same_base(self, other: SnapshotIdentity) -> bool:
+        """The same snapshot file and run, whatever deltas either has."""
+        return self._replace(deltas=()) == other._replace(deltas=())
+
+
 @dataclass
 class Snapshot:
     """One open snapshot: its files (resolved through `current` once), the DuckDB file
@@ -56,7 +73,7 @@ class Snapshot:
     catalog: Catalog
     files: SnapshotFiles
     con: duckdb.DuckDBPyConnection
-    identity: tuple
+    identity: SnapshotIdentity
 
     def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """All rows of sql/<name>.sql with bound parameters, as dicts."""
@@ -71,10 +88,10 @@ class Snapshot:
 
     @property
     def run_id(self) -> str | None:
-        return self.identity[-1]
+        return self.identity.run_id
 
 
-def _current_files(catalog: Catalog) -> tuple[SnapshotFiles, tuple]:
+def _current_files(catalog: Catalog) -> tuple[SnapshotFiles, SnapshotIdentity]:
     """The live snapshot's files and what changes when a publish switches `current`:
     the folder it points at, and the DuckDB file's inode, size and mtime."""
     files = catalog.current_snapshot()
@@ -87,7 +104,7 @@ def _current_files(catalog: Catalog) -> tuple[SnapshotFiles, tuple]:
             f"no snapshot in {catalog.root}: {catalog.database.name} is missing (run `ctc run` first, or pass --out)"
         ) from None
     # the live deltas (`ctc watch`) are part of the version: a new one reopens the view
-    return files, (str(files.dir), stat.st_ino, stat.st_size, stat.st_mtime_ns, delta_names(files.dir), files.run_id)
+    return files, SnapshotIdentity(str(files.dir), stat.st_ino, stat.st_size, stat.st_mtime_ns, delta_names(files.dir), files.run_id)
 
 
 def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | None = None) -> Snapshot:
@@ -106,13 +123,13 @@ def open_snapshot(out: str | os.PathLike | None = None, settings: Settings | Non
             current = _OPEN.get(key)
             if current is not None and current.identity == identity:
                 return current
-            if current is not None and current.identity[:-2] == identity[:-2] and current.identity[-1] == identity[-1]:
+            if current is not None and current.identity.same_base(identity):
                 # the same snapshot with deltas after the ones loaded: only the new ones are read
-                if extended_overlay(current.con, files.dir, current.identity[-2], identity[-2]):
+                if extended_overlay(current.con, files.dir, current.identity.deltas, identity.deltas):
                     current.identity = identity
                     return current
             try:
-                deltas = identity[-2]
+                deltas = identity.deltas
                 if deltas:
                     con = overlaid_connection(files.database, files.dir, deltas)
                 else:

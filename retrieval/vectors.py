@@ -15,7 +15,7 @@ from crosstier.core.config import Settings
 from crosstier.retrieval.errors import EncoderUnavailableError, NoSnapshotError
 from crosstier.retrieval.live import DELTAS_DIR, EMBEDDINGS_FILE
 from crosstier.retrieval.snapshot import _LOCK as _DB_LOCK
-from crosstier.retrieval.snapshot import Snapshot, visible
+from crosstier.retrieval.snapshot import Snapshot, SnapshotIdentity, visible
 
 _LOCK = threading.Lock()
 _VECTORS: dict[Path, "SnapshotVectors"] = {}  # per warehouse: the vectors of the version read last
@@ -33,7 +33,7 @@ class SnapshotVectors:
     readers: list  # list[str] | None per row
     timestamps_us: np.ndarray  # float64 epoch microseconds, nan when none
     row: dict[str, int]
-    identity: tuple = ()  # the snapshot version (snapshot.Snapshot.identity) these are of
+    identity: SnapshotIdentity  # the snapshot version these are of
     _masks: dict[tuple, np.ndarray] = field(default_factory=dict)
 
     def mask(self, principal: str | None, namespace: str | None) -> np.ndarray:
@@ -101,13 +101,13 @@ def snapshot_vectors(snapshot: Snapshot) -> SnapshotVectors:
         held = _VECTORS.get(root)
     if held is not None and held.identity == snapshot.identity:
         return held
-    if held is not None and held.identity[:-2] == snapshot.identity[:-2] and held.identity[-1] == snapshot.identity[-1]:
+    if held is not None and held.identity.same_base(snapshot.identity):
         ids, matrix = held.ids, held.matrix
-        read = set(held.identity[-2])
-        fresh_ids, fresh = _delta_vectors(snapshot, [name for name in snapshot.identity[-2] if name not in read])
+        read = set(held.identity.deltas)
+        fresh_ids, fresh = _delta_vectors(snapshot, [name for name in snapshot.identity.deltas if name not in read])
     else:
         ids, matrix = _base_vectors(snapshot)
-        fresh_ids, fresh = _delta_vectors(snapshot, list(snapshot.identity[-2]))
+        fresh_ids, fresh = _delta_vectors(snapshot, list(snapshot.identity.deltas))
     if fresh_ids:
         replaced = set(fresh_ids)
         kept = np.fromiter((i not in replaced for i in ids), dtype=bool, count=len(ids))

@@ -262,7 +262,7 @@ def test_a_reader_loads_only_the_deltas_published_since_it_opened(tmp_path, monk
         live.step()
         reader = open_snapshot(out)
         kinds.append("extended" if reader is first else "reopened")
-        names = reader.identity[-2]
+        names = reader.identity.deltas
         fresh = overlaid_connection(live.files.database, live.files.dir, names)
         try:
             for query in queries:
