@@ -17,7 +17,7 @@ from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import load_calibration, weighted_overlap
 from crosstier.transforms.link.candidates import candidate_pairs, route_bounds
 from crosstier.transforms.link import copies
-from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, scored_links, scored_links_with_count, unit_rows
+from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, pair_cosines, scored_links, scored_links_with_count, unit_rows
 from crosstier.transforms.link.terms import with_terms
 
 _spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
@@ -131,6 +131,38 @@ def test_default_settings_score_far_fewer_pairs_than_all(generated):
     pairs = candidate_pairs(frame, unit_rows(embeddings)[frame["idx_in"].to_numpy()], ScoringConfig())
     assert route_bounds(ScoringConfig())["near"][1] < 1  # calibrated: a pair sharing no term can qualify
     assert pairs.height < memories.height * (memories.height - 1) / 2 / 5
+
+
+@pytest.mark.parametrize("scoring", SETTINGS[:3])
+def test_candidates_carry_the_exact_cosine_scoring_would_compute(generated, scoring):
+    """The cosine the search computed for its bound is the one scoring reads: bit for bit what
+    links.pair_cosines computes for a pair without one, so reusing it changes no score."""
+    memories, embeddings = generated
+    frame = link_memories(memories)
+    vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()]
+    pairs = candidates.candidate_pairs_with_cosines(frame, vectors, scoring)
+    assert pairs.select("a_idx", "b_idx").equals(candidate_pairs(frame, vectors, scoring))
+    assert pairs.height > 100 and pairs["cosine"].is_not_null().all()
+    assert np.array_equal(pairs["cosine"].to_numpy(), pair_cosines(vectors, pairs.drop("cosine")))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_settled_rows_leave_exactly_their_pairs_out(generated, seed):
+    """A block's search with the earlier blocks settled returns the pairs with an end in the
+    block and none among the settled rows: exactly those of the search without settled rows."""
+    memories, embeddings = generated
+    frame = link_memories(memories)
+    vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()]
+    rng = np.random.default_rng(seed)
+    block = rng.random(frame.height) < 0.3
+    settled = ~block & (rng.random(frame.height) < 0.5)
+    scoring = ScoringConfig()
+    full = candidates.candidate_pairs_with_cosines(frame, vectors, scoring, pl.Series(block))
+    a, b = full["a_idx"].to_numpy(), full["b_idx"].to_numpy()
+    want = full.filter(pl.Series(~(settled[a] | settled[b])))
+    got = candidates.candidate_pairs_with_cosines(frame, vectors, scoring, pl.Series(block), settled=settled)
+    assert want.height < full.height and want.height > 50
+    assert got.equals(want)
 
 
 def test_incremental_rescoring_of_changed_memories_equals_a_full_run(generated):

@@ -161,6 +161,22 @@ def test_links_pair_cosines_are_bit_identical_to_the_plain_float64_sum():
     assert len(link_pair_cosines(vectors, pl.DataFrame({"a_idx": a[:0], "b_idx": b[:0]}))) == 0
 
 
+def test_gathered_cosines_give_the_exact_cosine_of_the_pairs_selected():
+    """The exact cosines computed beside the float32 ones, for the pairs a bound selects, are
+    bit for bit exact_pair_cosines' (in any chunk and order); the others are NaN."""
+    vectors = clustered(500, dim=384, seed=8)
+    rng = np.random.default_rng(8)
+    a, b = rng.integers(0, 500, 7000), rng.integers(0, 500, 7000)  # more than one chunk
+    cos32, exact = neighbours.gathered_cosines(vectors, a, b, lambda rows, cosines: cosines > 0.3)
+    assert np.array_equal(cos32, neighbours.pair_cosines(vectors, a, b))
+    chosen = cos32 > 0.3
+    assert 100 < chosen.sum() < len(a)
+    assert np.isnan(exact[~chosen]).all()
+    assert np.array_equal(exact[chosen], neighbours.exact_pair_cosines(vectors, a[chosen], b[chosen]))
+    assert np.array_equal(exact[chosen], (vectors[a[chosen]].astype(np.float64) * vectors[b[chosen]]).sum(axis=1))
+    assert neighbours.gathered_cosines(vectors, a, b)[1] is None
+
+
 def test_unique_rows_sorted_once_each():
     rows = [np.array([[3, 9], [0, 1]]), np.array([[3, 9], [2, 2], [0, 10]])]
     assert neighbours._unique_rows(rows).tolist() == [[0, 1], [0, 10], [2, 2], [3, 9]]

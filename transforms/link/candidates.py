@@ -52,7 +52,7 @@ import polars as pl
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import Calibration, load_calibration
-from crosstier.transforms.link.neighbours import grouped_pairs_at_floor, pair_cosines, similar_pairs
+from crosstier.transforms.link.neighbours import exact_pair_cosines, gathered_cosines, grouped_pairs_at_floor, similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
     from threadpoolctl import threadpool_limits
@@ -295,7 +295,7 @@ def _shared_key_pairs(
 
 def term_pairs(
     memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None,
-    ranked: pl.DataFrame | None = None,
+    ranked: pl.DataFrame | None = None, settled: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """Pairs found by the prefix-filtered term joins of the routes (see _shared_key_pairs).
 
@@ -304,6 +304,8 @@ def term_pairs(
     only the focus rows probe). Far route (both timestamped, any distance; it is needed
     for ends more than 2*tau apart) and untimed route (an end without a timestamp): the
     key is (namespace, term). `ranked`: ranked_terms(memories), when the caller already has it.
+    `settled` (bool per row): rows left out of every join (candidate_pairs_with_cosines); the
+    others keep their prefixes and common terms, which the whole namespace decides.
     """
     co_mins = route_co_mins(scoring)
     floors = route_cosine_floors(scoring)
@@ -316,9 +318,12 @@ def term_pairs(
         (focus if focus is not None else pl.lit(True)).alias("focus"),
     )
     ns_size = memories.group_by("namespace").agg(pl.len().alias("ns_size"))
-    ranked = (ranked if ranked is not None else ranked_terms(memories)).join(info, on="idx").join(ns_size, on="namespace").with_columns(
+    ranked = (ranked if ranked is not None else ranked_terms(memories)).join(ns_size, on="namespace").with_columns(
         (pl.col("df") > scoring.max_term_share * pl.col("ns_size")).alias("common")
     ).drop("df", "ns_size")
+    if settled is not None:
+        info = info.filter(pl.Series(~settled))
+    ranked = ranked.join(info, on="idx")
     timed_terms = ranked.filter("timed")
     out = []
     for d, co_min, floor in near_steps(scoring):
@@ -376,10 +381,13 @@ def semantic_floor(memories: pl.DataFrame, scoring: ScoringConfig) -> np.ndarray
 
 
 def similarity_pairs(
-    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None,
+    settled: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """Pairs with cosine >= max(floor(a), floor(b)) (lowered thresholds only): a range search per
-    namespace, exact while the namespace is smaller than `ann_min_memories` (transforms/link/neighbours.py)."""
+    namespace, exact while the namespace is smaller than `ann_min_memories` (transforms/link/neighbours.py).
+    `settled` rows are left out of the exact search (candidate_pairs_with_cosines); the
+    approximate one keeps them, as its index is built once for every block of the namespace."""
     floor = semantic_floor(memories, scoring)
     searchable = floor <= 1.0 + _COS_SLACK
     if not searchable.any():
@@ -389,6 +397,8 @@ def similarity_pairs(
     found = []
     for namespace in np.unique(namespaces[searchable]):
         members = np.flatnonzero(searchable & (namespaces == namespace))
+        if settled is not None and len(members) < scoring.ann_min_memories:
+            members = members[~settled[members]]
         queries = members[focus_mask[members]]
         found.append(similar_pairs(
             embeddings, members, queries, floor,
@@ -428,6 +438,9 @@ def bounded_pairs(
     (Calibration.co_occurrence_bound); cross_reference is taken as silent (the larger score).
     Pruning here keeps the SQL to the pairs that may qualify. `cosines`: the pairs' float32
     cosines where the caller's own product gave them (within _COS_SLACK, as these are).
+    Without them, the kept pairs carry their exact cosine as a `cosine` column, computed from
+    the vectors gathered for the bound (neighbours.gathered_cosines): scoring reads it instead
+    of gathering every pair's two vectors a second time.
     """
     w = scoring.weights
     calibration = _calibration(scoring)
@@ -435,11 +448,11 @@ def bounded_pairs(
     b = pairs["b_idx"].to_numpy()
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
-    keep = np.empty(len(a), dtype=bool)
-    cosines = pair_cosines(embeddings, a, b) if cosines is None else np.asarray(cosines, dtype=np.float32)
-    for start in range(0, len(a), _CHUNK):
-        ia, ib = a[start:start + _CHUNK], b[start:start + _CHUNK]
-        cos = cosines[start:start + _CHUNK] + _COS_SLACK
+
+    def reaches(rows: np.ndarray, cosines: np.ndarray) -> np.ndarray:
+        """Per pair (positions `rows`, float32 `cosines`): does its upper bound reach the threshold?"""
+        ia, ib = a[rows], b[rows]
+        cos = cosines + _COS_SLACK
         co = calibration.co_occurrence_bound(weight[ia], weight[ib])
         gap = np.abs(stamps[ia] - stamps[ib])
         timed = ~np.isnan(gap)
@@ -448,7 +461,14 @@ def bounded_pairs(
         bound = w["semantic"] * calibration.semantic(np.clip(cos, 0.0, 1.0)) + w["co_occurrence"] * co + w["temporal"] * temporal
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(total > 0, bound / total, 0.0)
-        keep[start:start + _CHUNK] = score >= scoring.min_correlation_score - _EPS * 1e3
+        return score >= scoring.min_correlation_score - _EPS * 1e3
+
+    if cosines is None:
+        exact = gathered_cosines(embeddings, a, b, reaches)[1]
+        return pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64)).filter(pl.Series(~np.isnan(exact)))
+    cosines = np.asarray(cosines, dtype=np.float32)
+    keep = np.concatenate([reaches(np.arange(start, min(start + _CHUNK, len(a))), cosines[start:start + _CHUNK])
+                           for start in range(0, len(a), _CHUNK)]) if len(a) else np.zeros(0, dtype=bool)
     return pairs.filter(pl.Series(keep))
 
 
@@ -463,10 +483,34 @@ def candidate_pairs(
     per row) keeps only pairs with an end in focus; `ranked`: ranked_terms(memories), reused
     when many blocks of one frame are searched.
     """
-    found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked), similarity_pairs(memories, embeddings, scoring, focus)])
-    found = without_copy_pairs(found.unique(), copy_keys)
-    parts = [bounded_pairs(memories, embeddings, scoring, found), without_copy_pairs(reference_pairs(memories, focus), copy_keys)]
-    return pl.concat(parts).unique().sort("a_idx", "b_idx")
+    return candidate_pairs_with_cosines(memories, embeddings, scoring, focus, ranked=ranked, copy_keys=copy_keys).select(list(PAIR_SCHEMA))
+
+
+def candidate_pairs_with_cosines(
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None,
+    *, ranked: pl.DataFrame | None = None, copy_keys: pl.Series | None = None, settled: np.ndarray | None = None,
+) -> pl.DataFrame:
+    """candidate_pairs with each pair's exact `cosine` (float64, as links.pair_cosines gives
+    it): the search computes it once for its bound, and scoring reuses it.
+
+    `settled` (bool per row): rows whose pairs an earlier call already returned (the earlier
+    blocks of a namespace scored block by block); no pair with an end among them is returned,
+    and none is bounded: in a dense namespace of 5 blocks that was ~40% of the pairs found."""
+    found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked, settled), similarity_pairs(memories, embeddings, scoring, focus, settled)])
+    found = without_copy_pairs(_unsettled(found.unique(), settled), copy_keys)
+    references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
+    references = references.with_columns(pl.Series(
+        "cosine", exact_pair_cosines(embeddings, references["a_idx"].to_numpy(), references["b_idx"].to_numpy()), dtype=pl.Float64
+    ))
+    parts = [bounded_pairs(memories, embeddings, scoring, found), references]
+    return pl.concat(parts).unique(["a_idx", "b_idx"]).sort("a_idx", "b_idx")
+
+
+def _unsettled(pairs: pl.DataFrame, settled: np.ndarray | None) -> pl.DataFrame:
+    """The pairs with no end among the `settled` rows."""
+    if settled is None or pairs.height == 0:
+        return pairs
+    return pairs.filter(pl.Series(~(settled[pairs["a_idx"].to_numpy()] | settled[pairs["b_idx"].to_numpy()])))
 
 
 def all_pairs(memories: pl.DataFrame) -> pl.DataFrame:

@@ -24,14 +24,14 @@ from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
-from crosstier.transforms.link.candidates import all_pairs, candidate_pairs, ranked_terms, without_copy_pairs
+from crosstier.transforms.link.candidates import all_pairs, candidate_pairs_with_cosines, ranked_terms, without_copy_pairs
 from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
+from crosstier.transforms.link.neighbours import exact_pair_cosines
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_cross_namespace")
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
-_COSINE_CHUNK = 2048  # pairs per gather: two float32 blocks and their float64 product stay in cache
 _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
 _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
@@ -119,25 +119,12 @@ def unit_rows(embeddings: np.ndarray) -> np.ndarray:
 
 
 def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
-    """Exact cosine of each (a_idx, b_idx) pair, in float64, the same whichever route found it.
-
-    Each row is sum(float64(a) * float64(b)); the rows are gathered into reused buffers, 2048
-    pairs at a time (fresh 16k-pair float64 copies spent most of the time in page faults)."""
-    a = pairs["a_idx"].to_numpy()
-    b = pairs["b_idx"].to_numpy()
-    out = np.empty(len(a), dtype=np.float64)
-    if len(a) == 0:
-        return out
-    left = np.empty((min(_COSINE_CHUNK, len(a)), embeddings.shape[1]), dtype=embeddings.dtype)
-    right = np.empty_like(left)
-    product = np.empty(left.shape, dtype=np.float64)
-    for start in range(0, len(a), _COSINE_CHUNK):
-        k = min(_COSINE_CHUNK, len(a) - start)
-        np.take(embeddings, a[start:start + k], axis=0, out=left[:k])
-        np.take(embeddings, b[start:start + k], axis=0, out=right[:k])
-        np.multiply(left[:k], right[:k], out=product[:k], dtype=np.float64)
-        out[start:start + k] = product[:k].sum(axis=1)
-    return out
+    """Exact cosine of each (a_idx, b_idx) pair, in float64, the same whichever route found it:
+    the `cosine` column candidate search computed where the pairs carry it, else computed
+    here the same way (neighbours.exact_pair_cosines: sum(float64(a) * float64(b)) per row)."""
+    if "cosine" in pairs.columns:
+        return pairs.get_column("cosine").cast(pl.Float64).to_numpy()
+    return exact_pair_cosines(embeddings, pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy())
 
 
 def link_memories(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:
@@ -289,7 +276,7 @@ def scored_links_with_count(
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
     keys = copies.copy_key_column(frame)  # pairs of two copies of one text are folded away: not scored
     if within_cap is None:
-        pairs = candidate_pairs(frame, vectors, scoring, focus, copy_keys=keys)
+        pairs = candidate_pairs_with_cosines(frame, vectors, scoring, focus, copy_keys=keys)
         return classified_pairs(frame, vectors, pairs, scoring), pairs.height
     reach = by_row(cap_reach(frame, within_cap, groups=copies.copy_groups(frame, keys)), frame)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
@@ -303,12 +290,10 @@ def scored_links_with_count(
     blocks = -(-len(rows) // _BLOCK_ROWS)
     for block in range(blocks):
         in_block = pl.Series(block_of == block)
-        pairs = candidate_pairs(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys)
-        lead = np.minimum(block_of[pairs["a_idx"].to_numpy()], block_of[pairs["b_idx"].to_numpy()])
-        pairs = pairs.filter(pl.Series(lead == block))
+        pairs = candidate_pairs_with_cosines(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys, settled=block_of < block)
         scored += pairs.height
         # only what pruning needs is held between blocks; the survivors are scored again at the end
-        kept.append(qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "score", "cross_reference"))
+        kept.append(qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "cosine", "score", "cross_reference"))
         held += kept[-1].height
         # pruned again once what is held has doubled, and after the last block: a prune is safe
         # on any subset and the last one sees every memory's top k, so the links are the same,
@@ -320,7 +305,7 @@ def scored_links_with_count(
             progress(block + 1, blocks, scored, held)
     if not kept:
         return empty_scored_links(), scored
-    survivors = kept[0].select("a_idx", "b_idx").sort("a_idx", "b_idx")
+    survivors = kept[0].select("a_idx", "b_idx", "cosine").sort("a_idx", "b_idx")
     # classified a slice at a time: the classifier joins each pair to both ends' texts and evidence
     parts = [classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
              for start in range(0, survivors.height, _CLASSIFY_ROWS)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -156,7 +157,28 @@ def similar_pairs(
 
 
 def pair_cosines(vectors: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """cos(a[i], b[i]) of unit rows, float32, in chunks that stay in cache.
+    """cos(a[i], b[i]) of unit rows, float32 (see gathered_cosines)."""
+    return gathered_cosines(vectors, a, b)[0]
+
+
+def exact_pair_cosines(vectors: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cos(a[i], b[i]) as scoring uses it: each row sum(float64(a) * float64(b)) (see gathered_cosines)."""
+    return gathered_cosines(vectors, a, b, lambda rows, cosines: np.ones(len(rows), dtype=bool))[1]
+
+
+def gathered_cosines(
+    vectors: np.ndarray, a: np.ndarray, b: np.ndarray,
+    exact_where: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(float32 cosines, exact cosines) of the pairs (a[i], b[i]) of unit rows.
+
+    The exact cosine is what scoring uses, sum(float64(a) * float64(b)) per row: only for the
+    pairs `exact_where(positions, float32 cosines)` selects, chunk by chunk, NaN for the others
+    (None without exact_where). It is computed from the two rows already gathered for the
+    float32 one: gathering a pair's vectors is most of its cost, and candidate search used to
+    gather every pair once for its bound and scoring again for its score. A row's sum does not
+    depend on the chunk or order it is computed in, so a pair has the same bits whichever
+    caller computed it.
 
     The pairs are visited in order of `a`, so consecutive pairs share their left row and most
     right rows sit near each other: the gathers hit cache instead of memory (~1.7x faster on
@@ -164,16 +186,26 @@ def pair_cosines(vectors: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarra
     2048 pairs gathered into reused buffers (~1.5x less CPU than fresh 16k-pair gathers)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     out = np.empty(len(a), dtype=np.float32)
+    exact = None if exact_where is None else np.full(len(a), np.nan, dtype=np.float64)
+    if len(a) == 0:
+        return out, exact
     order = np.argsort(a, kind="stable")
-    left = np.empty((_PAIR_ROWS, vectors.shape[1]), dtype=np.float32)
+    size = min(_PAIR_ROWS, len(a))
+    left = np.empty((size, vectors.shape[1]), dtype=np.float32)
     right = np.empty_like(left)
+    product = np.empty(left.shape, dtype=np.float64)
     for start in range(0, len(a), _PAIR_ROWS):
         rows = order[start:start + _PAIR_ROWS]
         k = len(rows)
         np.take(vectors, a[rows], axis=0, out=left[:k])  # into reused buffers: no page faults per chunk
         np.take(vectors, b[rows], axis=0, out=right[:k])
-        out[rows] = np.einsum("ij,ij->i", left[:k], right[:k])
-    return out
+        cosines = out[rows] = np.einsum("ij,ij->i", left[:k], right[:k])
+        if exact_where is not None:
+            wanted = exact_where(rows, cosines)
+            # all rows at once where most are wanted: picking them out first copies both blocks
+            np.multiply(left[:k], right[:k], out=product[:k], dtype=np.float64)
+            exact[rows[wanted]] = product[:k][wanted].sum(axis=1)
+    return out, exact
 
 
 def grouped_pairs_at_floor(
