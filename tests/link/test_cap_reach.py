@@ -70,6 +70,51 @@ def test_ties_never_push_a_link_out():
     assert not beyond_reach(tied, CapReach(_units(), NO_REFS, 1)).any()
 
 
+def _beyond_by_definition(links: pl.DataFrame, reach: CapReach) -> list[bool]:
+    """The module docstring's rule, spelled out link by link: beyond reach when, at both ends
+    (neither a copy), K units other than the link's own have a counted best link scoring
+    strictly higher; explicit links, and links of a unit that explicitly references the end,
+    are not counted and never dropped."""
+    unit = dict(zip(reach.units["id"].to_list(), reach.units["unit"].to_list()))
+    copied = set(reach.units.filter("copied")["id"].to_list())
+    rows = list(zip(links["source_id"].to_list(), links["target_id"].to_list(), links["score"].to_list(),
+                    [(x or 0) > 0 for x in links["cross_reference"].to_list()]))
+    explicit = {(m, unit.get(o, o)) for m, o in zip(reach.references["memory"].to_list(), reach.references["other"].to_list())}
+    explicit |= {(m, unit.get(o, o)) for a, b, _, x in rows if x for m, o in ((a, b), (b, a))}
+    best: dict[tuple[str, str], float] = {}
+    for a, b, score, x in rows:
+        for m, o in ((a, b), (b, a)):
+            if not x and (m, unit.get(o, o)) not in explicit:
+                best[m, unit.get(o, o)] = max(best.get((m, unit.get(o, o)), -1.0), score)
+
+    def outranked(m: str, o: str, score: float) -> bool:
+        own = unit.get(o, o)
+        if m in copied or (m, own) in explicit:
+            return False
+        higher = sum(1 for (mm, u), v in best.items() if mm == m and u != own and v > score)
+        return higher >= reach.max_links
+
+    return [not x and outranked(a, b, s) and outranked(b, a, s) for a, b, s, x in rows]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_beyond_reach_follows_its_definition_on_random_links(seed):
+    rng = np.random.default_rng(seed)
+    ids = [f"m{i}" for i in range(14)]
+    pairs = {tuple(sorted(rng.choice(ids, 2, replace=False))) for _ in range(60)}
+    scores = rng.choice([0.6, 0.65, 0.7, 0.8, 0.9], len(pairs))  # ties on purpose
+    links = _links(*((a, b, float(sc), (1.0 if rng.random() < 0.08 else None)) for (a, b), sc in zip(sorted(pairs), scores)))
+    groups = {"m1": "g", "m2": "g", "m5": "h", "m6": "h"} if seed % 2 else {}
+    units = pl.DataFrame({"id": ids[:12], "unit": [groups.get(i, i) for i in ids[:12]],  # m12, m13 unlisted: units of their own
+                          "copied": [i in groups and seed % 3 == 1 for i in ids[:12]]})
+    refs = pl.DataFrame({"memory": ["m3", "m7"], "other": ["m4", "m8"]}) if seed % 3 == 2 else NO_REFS
+    for k in (1, 2, 3):
+        reach = CapReach(units, refs, k)
+        want = _beyond_by_definition(links, reach)
+        assert beyond_reach(links, reach).to_list() == want
+    assert any(_beyond_by_definition(links, CapReach(units, refs, 1)))
+
+
 @pytest.fixture(scope="module")
 def generated():
     memories, embeddings = corpus.generate_corpus(240, seed=5)
