@@ -190,41 +190,62 @@ def batch_rows(index: live.LinkIndex, memories: pl.DataFrame, batch: int) -> Bat
     return BatchRows(touched, texts, fingerprints, pl.concat([read_or_gone, again]).unique())
 
 
+@dataclass(frozen=True)
+class ContentSources:
+    """Where some memories' content vectors come from: (id, embedding) their stores provided,
+    unit length, and (id, text, text_hash) of the others, which the cache or the model embeds."""
+
+    provided: pl.DataFrame
+    unprovided: pl.DataFrame
+
+    def covers(self, ids: pl.Series) -> bool:
+        """Does it name a source for every one of `ids`?"""
+        named = pl.concat([self.provided.get_column("id"), self.unprovided.get_column("id")]).implode()
+        return bool(ids.is_in(named).all())
+
+
+def content_sources(memories: pl.DataFrame, stores: dict[str, FollowedStore], dim: int) -> ContentSources:
+    """The ContentSources of these memories' contents (each text hashed once)."""
+    texts = memories.select("id", pl.col("content").alias("text"))
+    provided = provided_vectors(stores, texts.get_column("id"), dim)
+    rest = texts.join(provided.select("id"), on="id", how="anti", maintain_order="left")
+    hashes = pl.Series("text_hash", [embed.text_hash(t) for t in rest.get_column("text").to_list()], dtype=pl.String)
+    return ContentSources(provided, rest.with_columns(hashes))
+
+
 def content_vectors_of(
     memories: pl.DataFrame, stores: dict[str, FollowedStore], at: np.ndarray, rows: np.ndarray, matrix: np.ndarray, dim: int, vectors_for: VectorSource,
-    out: np.ndarray | None = None,
+    out: np.ndarray | None = None, sources: ContentSources | None = None,
 ) -> tuple[np.ndarray, dict[str, int]]:
     """Row-aligned vectors of each memory's own content, as the batch run makes them:
     `matrix[rows]` at the positions `at` (memories whose content the batch did not read
-    again), the rest provided by their store (`provided_vectors`) or embedded by content
-    (the cache, then the model). `out`: a float32 (memories, dim) array to fill, else a new one."""
+    again), the rest provided by their store or embedded by content (the cache, then the
+    model), as `sources` says where it covers them (the watcher's, made for the texts it read,
+    while it embeds them early), else content_sources of those rows. `out`: a float32
+    (memories, dim) array to fill, else a new one."""
     if out is None:
         out = np.empty((memories.height, dim), dtype=np.float32)  # every row is set below
     copy_rows(out, at, matrix, rows)
     missing = np.ones(memories.height, dtype=bool)
     missing[at] = False
     need_ids = memories.select("id").with_row_index("_at").filter(pl.Series(missing))
-    need = memories.filter(pl.Series(missing))
-    provided = provided_vectors(stores, need.get_column("id"), dim)
-    rest = need_ids.join(provided.select("id"), on="id", how="anti").join(need.select("id", pl.col("content").alias("text")), on="id")
-    if provided.height:
-        placed = need_ids.join(provided, on="id", maintain_order="left")
+    if sources is None or not sources.covers(need_ids.get_column("id")):
+        sources = content_sources(memories.filter(pl.Series(missing)), stores, dim)
+    placed = need_ids.join(sources.provided, on="id", maintain_order="left")
+    rest = need_ids.join(sources.unprovided, on="id", maintain_order="left")
+    if placed.height:
         out[placed.get_column("_at").to_numpy()] = placed.get_column("embedding").list.to_array(dim).to_numpy()
     if rest.height:
-        rest = rest.with_columns(pl.Series("text_hash", [embed.text_hash(t) for t in rest.get_column("text").to_list()], dtype=pl.String))
         embedded = vectors_for(rest.select("text_hash", "text"))
         out[rest.get_column("_at").to_numpy()] = embedded.get_column("embedding").list.to_array(dim).to_numpy()
-    return out, {"reused": len(at), "provided": provided.height, "embedded": rest.height}
+    return out, {"reused": len(at), "provided": placed.height, "embedded": rest.height}
 
 
-def unprovided_texts_read(memories: pl.DataFrame, stores: dict[str, FollowedStore], batch: int, dim: int) -> pl.DataFrame:
-    """(text_hash, text) of the contents read in this batch whose store provides no vector:
-    what content_vectors_of will embed (it asks for no other row, as every row it cannot
-    reuse was read in this batch)."""
-    read = memories.filter(pl.col("_batch") == batch).select("id", pl.col("content").alias("text"))
-    provided = provided_vectors(stores, read.get_column("id"), dim)
-    texts = read.join(provided.select("id"), on="id", how="anti").get_column("text")
-    return pl.DataFrame({"text_hash": [embed.text_hash(t) for t in texts.to_list()], "text": texts}, schema={"text_hash": pl.String, "text": pl.String})
+def texts_read(memories: pl.DataFrame, stores: dict[str, FollowedStore], batch: int, dim: int) -> ContentSources:
+    """The ContentSources of the contents read in this batch: content_vectors_of needs no
+    other row (every row it cannot reuse was read in this batch), and its `unprovided` texts
+    are what the watcher embeds early."""
+    return content_sources(memories.filter(pl.col("_batch") == batch), stores, dim)
 
 
 def prefetched(early: Future | None, vectors_for: VectorSource) -> VectorSource:
@@ -366,8 +387,8 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
     # batch's rows: on 2 cores a micro-batch's encode (one torch thread, encoders.py) then
     # costs little of its latency.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
-        wanted = unprovided_texts_read(memories, stores, batch, dim)
-        early = pool.submit(vectors_for, wanted) if wanted.height else None
+        read = texts_read(memories, stores, batch, dim)
+        early = pool.submit(vectors_for, read.unprovided.select("text_hash", "text")) if read.unprovided.height else None
         rows = batch_rows(index, memories, batch)
         touched = rows.touched
         # a row this batch did not read has the content it had: its own vector stands
@@ -375,7 +396,7 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         at = np.flatnonzero(reusable)
         read_done = time.perf_counter()
         contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, prefetched(early, vectors_for),
-                                                    out=buffer_rows(state.content_vectors, memories.height, dim))
+                                                    out=buffer_rows(state.content_vectors, memories.height, dim), sources=read)
     embed_done = time.perf_counter()
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,

@@ -307,3 +307,32 @@ def test_appended_texts_without_a_vector_are_embedded_once_each_on_the_side_and_
     ids = step.state.index.memories.get_column("id").to_list()
     expected = model(pl.DataFrame({"text_hash": [text_hash("note 6 on the nginx proxy")], "text": ["note 6 on the nginx proxy"]})).get_column("embedding").to_list()[0]
     assert np.array_equal(step.state.content_vectors[ids.index("m006")], np.array(expected, dtype=np.float32))
+
+
+def test_content_vectors_fall_back_to_the_rows_own_sources_where_the_given_ones_miss_a_row():
+    """The watcher passes the sources it made for the texts it read; a row they do not name
+    (never expected: every row that cannot be reused was read) is still given its own vector."""
+    import numpy as np
+    import polars as pl
+
+    from crosstier.transforms.live_state import content_sources, content_vectors_of
+
+    memories = pl.DataFrame({"id": ["a", "b", "c"], "content": ["alpha text", "beta text", "gamma text"]})
+    asked: list[str] = []
+
+    def model(texts: pl.DataFrame) -> pl.DataFrame:
+        asked.extend(texts.get_column("text").to_list())
+        vectors = [[float(len(t)), float(t[0] == "b"), 1.0] for t in texts.get_column("text").to_list()]
+        return pl.DataFrame({"text_hash": texts.get_column("text_hash"), "embedding": vectors}, schema={"text_hash": pl.String, "embedding": pl.List(pl.Float32)})
+
+    only_b = content_sources(memories.filter(pl.col("id") == "b"), {}, 3)
+    at = np.array([0])  # "a" reused from the matrix
+    out, stats = content_vectors_of(memories, {}, at, np.array([0]), np.array([[9.0, 9.0, 9.0]], np.float32), 3, model, sources=only_b)
+    assert sorted(asked) == ["beta text", "gamma text"]  # "c" was not in the given sources: found by its own
+    assert out.tolist() == [[9.0, 9.0, 9.0], [9.0, 1.0, 1.0], [10.0, 0.0, 1.0]]
+    assert stats == {"reused": 1, "provided": 0, "embedded": 2}
+
+    asked.clear()
+    both = content_sources(memories.filter(pl.col("id") != "a"), {}, 3)
+    out, stats = content_vectors_of(memories, {}, at, np.array([0]), np.array([[9.0, 9.0, 9.0]], np.float32), 3, model, sources=both)
+    assert sorted(asked) == ["beta text", "gamma text"] and stats["embedded"] == 2
