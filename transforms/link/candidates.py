@@ -497,7 +497,7 @@ def candidate_pairs_with_cosines(
     blocks of a namespace scored block by block); no pair with an end among them is returned,
     and none is bounded: in a dense namespace of 5 blocks that was ~40% of the pairs found."""
     found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked, settled), similarity_pairs(memories, embeddings, scoring, focus, settled)])
-    found = without_copy_pairs(_unsettled(found.unique(), settled), copy_keys)
+    found = without_copy_pairs(_unsettled(found, settled).unique(), copy_keys)
     references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
     references = references.with_columns(pl.Series(
         "cosine", exact_pair_cosines(embeddings, references["a_idx"].to_numpy(), references["b_idx"].to_numpy()), dtype=pl.Float64

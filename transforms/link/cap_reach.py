@@ -125,11 +125,11 @@ def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
     counted_keys, counted_scores = key[counted], end_score[counted]
     order = np.argsort(counted_keys)
     sorted_keys = counted_keys[order]
-    starts = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])) if len(order) else np.zeros(0, dtype=np.int64)
+    starts, lengths = _runs(sorted_keys)
     best_keys = sorted_keys[starts]
     best = np.maximum.reduceat(counted_scores[order], starts) if len(order) else np.zeros(0)
     own_best = np.full(len(key), -np.inf)
-    own_best[np.flatnonzero(counted)[order]] = np.repeat(best, np.diff(np.concatenate([starts, [len(order)]])))
+    own_best[np.flatnonzero(counted)[order]] = np.repeat(best, lengths)
     best_memory = best_keys // units
     # best_keys are sorted, so are their memories: rank each best within its memory, highest first
     # (ties take any order among themselves: only the value at a rank is read)
@@ -137,8 +137,8 @@ def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
     descending[np.argsort(-best)] = np.arange(len(best))
     by_memory = np.argsort(best_memory * max(1, len(best)) + descending)
     ranked_memory, ranked_best = best_memory[by_memory], best[by_memory]
-    firsts = np.flatnonzero(np.concatenate([[True], ranked_memory[1:] != ranked_memory[:-1]])) if len(by_memory) else np.zeros(0, dtype=np.int64)
-    rank = np.arange(len(ranked_memory)) - np.repeat(firsts, np.diff(np.concatenate([firsts, [len(ranked_memory)]])))
+    firsts, counts = _runs(ranked_memory)
+    rank = np.arange(len(ranked_memory)) - np.repeat(firsts, counts)
     k = reach.max_links
     kth = np.full(n, np.nan)
     kth_next = np.full(n, np.nan)
@@ -177,6 +177,14 @@ def _units_by_code(reach: CapReach, codes: pl.DataFrame) -> tuple[np.ndarray, np
     copied = np.zeros(n, dtype=bool)
     copied[units["code"].to_numpy()] = units["copied"].to_numpy()
     return unit_of, copied
+
+
+def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of each run of equal values in a sorted array (none when it is empty)."""
+    if len(sorted_values) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], sorted_values[1:] != sorted_values[:-1]]))
+    return starts, np.diff(np.append(starts, len(sorted_values)))
 
 
 def _within(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
