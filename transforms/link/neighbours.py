@@ -176,7 +176,7 @@ def gathered_cosines(
     """(float32 cosines, exact cosines) of the pairs (a[i], b[i]) of unit rows.
 
     The exact cosine is what scoring uses, sum(float64(a) * float64(b)) per row: only for the
-    pairs `exact_where(positions, float32 cosines)` selects, chunk by chunk, NaN for the others
+    pairs `exact_where(positions, float32 cosines)` selects, _CHECK_ROWS at a time, NaN for the others
     (None without exact_where). It is computed from the two rows already gathered for the
     float32 one: gathering a pair's vectors is most of its cost, and candidate search used to
     gather every pair once for its bound and scoring again for its score. A row's sum does not
