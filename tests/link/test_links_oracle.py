@@ -17,7 +17,10 @@ from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import load_calibration, weighted_overlap
 from crosstier.transforms.link.candidates import candidate_pairs, route_bounds
 from crosstier.transforms.link import copies
-from crosstier.transforms.link.links import brute_force_links, capped_links, link_memories, pair_cosines, scored_links, scored_links_with_count, unit_rows
+from crosstier.transforms.link.links import (
+    brute_force_links, capped_links, link_memories, pair_cosines, qualifying_pairs, scored_links, scored_links_with_count,
+    shared_term_weights, unit_rows,
+)
 from crosstier.transforms.link.terms import with_terms
 
 _spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
@@ -144,6 +147,38 @@ def test_candidates_carry_the_exact_cosine_scoring_would_compute(generated, scor
     assert pairs.select("a_idx", "b_idx").equals(candidate_pairs(frame, vectors, scoring))
     assert pairs.height > 100 and pairs["cosine"].is_not_null().all()
     assert np.array_equal(pairs["cosine"].to_numpy(), pair_cosines(vectors, pairs.drop("cosine")))
+
+
+@pytest.mark.parametrize("scoring", SETTINGS[:2] + SETTINGS[3:4])
+def test_candidates_carry_their_shared_term_weight_and_nearly_all_qualify(generated, scoring):
+    """Each candidate's shared term weight is the one scoring would compute (bit for bit), and
+    the bound that used it is the pair's score but for the float32 cosine: of the pairs
+    without a reference, only those scoring within a hair of the threshold fail to qualify."""
+    memories, embeddings = generated
+    frame = link_memories(memories)
+    vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()]
+    pairs = candidates.candidate_pairs_with_cosines(frame, vectors, scoring)
+    assert np.array_equal(pairs["shared_weight"].to_numpy(), shared_term_weights(frame, pairs.drop("shared_weight")).to_numpy())
+    scored = qualifying_pairs(frame, vectors, pairs, scoring)
+    missed = pairs.join(scored, on=["a_idx", "b_idx"], how="anti")
+    assert pairs.height > 100 and scored.height > 0.9 * pairs.height, (scored.height, pairs.height)
+    bound_slack = 1e-4  # the bound reads the float32 cosine plus _COS_SLACK; the score the exact one
+    weight = frame["term_weights"].list.sum().fill_null(0.0).to_numpy()
+    calibration = load_calibration(scoring.calibration)
+    for row in missed.iter_rows(named=True):
+        a, b = row["a_idx"], row["b_idx"]
+        semantic = float(calibration.semantic(max(0.0, row["cosine"]) + bound_slack))
+        co = float(calibration.co_occurrence(row["shared_weight"], weight[a], weight[b]))
+        ts = frame["timestamp"].gather([a, b]).to_list()
+        w = scoring.weights
+        if None in ts:
+            best = (w["semantic"] * semantic + w["co_occurrence"] * co) / (w["semantic"] + w["co_occurrence"])
+        else:
+            temporal = math.exp(-abs((ts[0] - ts[1]).total_seconds()) / (86400.0 * scoring.tau_days))
+            best = (w["semantic"] * semantic + w["co_occurrence"] * co + w["temporal"] * temporal) / (w["semantic"] + w["co_occurrence"] + w["temporal"])
+        # the pair reached the bound: it failed only on the cosine's last digits, a reference
+        # it does not make (cites), or a text the model cannot vouch for (qualifying_pairs)
+        assert best >= scoring.min_correlation_score - 1e-6
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -95,6 +95,17 @@ class Calibration:
         ceiling = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
         return np.maximum(np.minimum(1.0, ceiling / self.co_full), np.minimum(1.0, small / self.co_shared_full))
 
+    def co_occurrence(self, shared: np.ndarray, a_weight: np.ndarray, b_weight: np.ndarray) -> np.ndarray:
+        """The co_occurrence component of pairs with this shared term weight, as sql/pair_scores
+        computes it (the same arithmetic in numpy: candidate search bounds with it)."""
+        shared, a, b = (np.asarray(x, dtype=np.float64) for x in (shared, a_weight, b_weight))
+        small, large = np.minimum(a, b), np.maximum(a, b)
+        union = a + b - shared
+        speaks = (union > 0) & (small > 0)
+        jaccard = np.divide(shared, union, out=np.zeros_like(union), where=speaks)
+        contained = np.minimum(np.divide(jaccard * large, small, out=np.zeros_like(union), where=speaks) / self.co_full, shared / self.co_shared_full)
+        return np.where(speaks, np.maximum(np.minimum(1.0, jaccard / self.co_full), np.minimum(1.0, contained)), 0.0)
+
     def prefix_weights(self, co_occurrence: float) -> tuple[float, float]:
         """For pairs that need co_occurrence >= c: (j, x) such that their shared weight reaches
         j * w(M) or x, for each of the two memories M (see candidates.in_prefix).

@@ -32,8 +32,10 @@ with N, and their rows quadratically. So a group of a common term (document shar
 it is searched by cosine (transforms/link/neighbours.py, `grouped_pairs_at_floor`) keeping the
 pairs with cosine >= the route's s_floor, which every qualifying pair of the route has.
 The group keys are the same, only the per-pair check moves before materialising, so
-the result is the same as joining everything. Then each candidate's exact upper bound is
-checked in numpy (its real cosine and temporal, c bounded by the two term weights).
+the result is the same as joining everything. Then each candidate's upper bound is
+checked in numpy: its real cosine and temporal, c first bounded by the two term weights,
+then, where that bound passes, c itself from the shared term weight (TermSets), so what
+reaches SQL scoring is the pairs that score within float32 cosine slack of the threshold.
 
 When a lowered threshold makes s_min <= 1, the pairs sharing no term are found by a
 range search on cosine (s >= max(s_min(a), s_min(b))), exact below `ann_min_memories`
@@ -52,6 +54,7 @@ import polars as pl
 
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.calibration import Calibration, load_calibration
+from crosstier.transforms.link.term_sets import TermSets
 from crosstier.transforms.link.neighbours import exact_pair_cosines, gathered_cosines, grouped_pairs_at_floor, similar_pairs
 
 try:  # present with scikit-learn; without it the searches run with BLAS's own thread count
@@ -429,47 +432,61 @@ def without_copy_pairs(pairs: pl.DataFrame, copy_keys: pl.Series | None) -> pl.D
 
 def bounded_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
-    cosines: np.ndarray | None = None,
+    cosines: np.ndarray | None = None, term_sets: TermSets | None = None,
 ) -> pl.DataFrame:
-    """The pairs whose score upper bound reaches the threshold (no explicit reference assumed).
+    """The pairs whose score upper bound reaches the threshold (no explicit reference assumed),
+    each with its `shared_weight` (the summed weight of the terms both ends have).
 
     Once a pair is known, its cosine (so its semantic component) and temporal are cheap
-    (numpy); only the term overlap is left unknown, bounded by the two memories' term weights
-    (Calibration.co_occurrence_bound); cross_reference is taken as silent (the larger score).
-    Pruning here keeps the SQL to the pairs that may qualify. `cosines`: the pairs' float32
-    cosines where the caller's own product gave them (within _COS_SLACK, as these are).
-    Without them, the kept pairs carry their exact cosine as a `cosine` column, computed from
-    the vectors gathered for the bound (neighbours.gathered_cosines): scoring reads it instead
-    of gathering every pair's two vectors a second time.
+    (numpy). The term overlap is first bounded by the two memories' term weights
+    (Calibration.co_occurrence_bound); the pairs that still reach the threshold get their
+    exact co_occurrence (TermSets.shared_weights, Calibration.co_occurrence), and the bound
+    again: at 50k dense memories the weights alone let 15.8M pairs through to SQL scoring,
+    of which 6M qualify. cross_reference is taken as silent (the larger score). `cosines`:
+    the pairs' float32 cosines where the caller's own product gave them (within _COS_SLACK,
+    as these are). Without them, the kept pairs carry their exact cosine as a `cosine`
+    column, computed from the vectors gathered for the bound (neighbours.gathered_cosines):
+    scoring reads it instead of gathering every pair's two vectors a second time.
+    `term_sets`: TermSets.of(memories), when the caller scores many blocks of one frame.
     """
     w = scoring.weights
     calibration = _calibration(scoring)
     a = pairs["a_idx"].to_numpy()
     b = pairs["b_idx"].to_numpy()
+    terms = term_sets if term_sets is not None else TermSets.of_pairs(memories, a, b)
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    shared = np.full(len(a), np.nan, dtype=np.float64)
+    floor = scoring.min_correlation_score - _EPS * 1e3
 
     def reaches(rows: np.ndarray, cosines: np.ndarray) -> np.ndarray:
         """Per pair (positions `rows`, float32 `cosines`): does its upper bound reach the threshold?"""
         ia, ib = a[rows], b[rows]
-        cos = cosines + _COS_SLACK
-        co = calibration.co_occurrence_bound(weight[ia], weight[ib])
         gap = np.abs(stamps[ia] - stamps[ib])
         timed = ~np.isnan(gap)
         temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
         total = w["semantic"] + w["co_occurrence"] + np.where(timed, w["temporal"], 0.0)
-        bound = w["semantic"] * calibration.semantic(np.clip(cos, 0.0, 1.0)) + w["co_occurrence"] * co + w["temporal"] * temporal
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where(total > 0, bound / total, 0.0)
-        return score >= scoring.min_correlation_score - _EPS * 1e3
+        rest = w["semantic"] * calibration.semantic(np.clip(cosines + _COS_SLACK, 0.0, 1.0)) + w["temporal"] * temporal
+
+        def score(co: np.ndarray, at: np.ndarray | slice = slice(None)) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(total[at] > 0, (rest[at] + w["co_occurrence"] * co) / total[at], 0.0)
+
+        keep = score(calibration.co_occurrence_bound(weight[ia], weight[ib])) >= floor
+        near = np.flatnonzero(keep)
+        exact = terms.shared_weights(ia[near], ib[near])
+        shared[rows[near]] = exact
+        keep[near] = score(calibration.co_occurrence(exact, weight[ia[near]], weight[ib[near]]), near) >= floor
+        return keep
 
     if cosines is None:
         exact = gathered_cosines(embeddings, a, b, reaches)[1]
-        return pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64)).filter(pl.Series(~np.isnan(exact)))
+        kept = pl.Series(~np.isnan(exact))
+        return pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64), pl.Series("shared_weight", shared)).filter(kept)
     cosines = np.asarray(cosines, dtype=np.float32)
     keep = np.concatenate([reaches(np.arange(start, min(start + _CHUNK, len(a))), cosines[start:start + _CHUNK])
                            for start in range(0, len(a), _CHUNK)]) if len(a) else np.zeros(0, dtype=bool)
-    return pairs.filter(pl.Series(keep))
+    return pairs.with_columns(pl.Series("shared_weight", shared)).filter(pl.Series(keep))
 
 
 def candidate_pairs(
@@ -489,9 +506,11 @@ def candidate_pairs(
 def candidate_pairs_with_cosines(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series | None = None,
     *, ranked: pl.DataFrame | None = None, copy_keys: pl.Series | None = None, settled: np.ndarray | None = None,
+    term_sets: TermSets | None = None,
 ) -> pl.DataFrame:
     """candidate_pairs with each pair's exact `cosine` (float64, as links.pair_cosines gives
-    it): the search computes it once for its bound, and scoring reuses it.
+    it) and `shared_weight` (links.shared_term_weights): the search computes both for its
+    bound, and scoring reuses them. `term_sets`: TermSets.of(memories), reused across blocks.
 
     `settled` (bool per row): rows whose pairs an earlier call already returned (the earlier
     blocks of a namespace scored block by block); no pair with an end among them is returned,
@@ -499,10 +518,13 @@ def candidate_pairs_with_cosines(
     found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked, settled), similarity_pairs(memories, embeddings, scoring, focus, settled)])
     found = without_copy_pairs(_unsettled(found, settled).unique(), copy_keys)
     references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
-    references = references.with_columns(pl.Series(
-        "cosine", exact_pair_cosines(embeddings, references["a_idx"].to_numpy(), references["b_idx"].to_numpy()), dtype=pl.Float64
-    ))
-    parts = [bounded_pairs(memories, embeddings, scoring, found), references]
+    terms = term_sets if term_sets is not None else TermSets.of(memories)
+    ref_a, ref_b = references["a_idx"].to_numpy(), references["b_idx"].to_numpy()
+    references = references.with_columns(
+        pl.Series("cosine", exact_pair_cosines(embeddings, ref_a, ref_b), dtype=pl.Float64),
+        pl.Series("shared_weight", terms.shared_weights(ref_a, ref_b), dtype=pl.Float64),
+    )
+    parts = [bounded_pairs(memories, embeddings, scoring, found, term_sets=terms), references]
     return pl.concat(parts).unique(["a_idx", "b_idx"]).sort("a_idx", "b_idx")
 
 
@@ -617,7 +639,7 @@ def partner_pairs(
         once = pl.DataFrame({"a_idx": lo[~twice], "b_idx": hi[~twice], "cosine": cos[~twice]}, schema=schema)
         both = pl.DataFrame({"a_idx": lo[twice], "b_idx": hi[twice], "cosine": cos[twice]}, schema=schema)
         near = pl.concat([once, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
-        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy())
+        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy()).select(list(PAIR_SCHEMA))
     # the product's pairs are distinct: only a reference pair may repeat one of them
     pairs = pl.concat([references, near_pairs]).unique() if references.height else near_pairs
     return pairs.sort("a_idx", "b_idx")
