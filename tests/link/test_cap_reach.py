@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+import crosstier.transforms.link.candidates as candidates_module
 import crosstier.transforms.link.links as links_module
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_reach, refocused, within_reach
@@ -130,16 +131,25 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(KEYS)
 
 
+@pytest.mark.parametrize("by_product", [False, True], ids=["routes", "products-after-block-1"])
 @pytest.mark.parametrize("k", [1, 3, 8])
-def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_unchanged(generated, monkeypatch, k):
+def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_unchanged(generated, monkeypatch, k, by_product):
     memories, embeddings = generated
     scoring = _scoring(k)
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # six blocks
     monkeypatch.setattr(links_module, "_CLASSIFY_ROWS", 150)  # and the survivors classified in slices
     everything = scored_links(memories, embeddings, scoring)
+    products = []
+    if by_product:  # the first block says products pay: the other five are searched by product
+        monkeypatch.setattr(candidates_module, "_DENSE_PAIRS_PER_ROW", 0)
+        monkeypatch.setattr(candidates_module, "_HITS_PER_PAIR", 1e9)
+        searched = links_module.partner_pairs
+        monkeypatch.setattr(links_module, "partner_pairs", lambda *a, **kw: products.append(1) or searched(*a, **kw))
     calls = []
     pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k, progress=lambda *a: calls.append(a))
-    assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]  # each pair scored once
+    assert len(products) == (5 if by_product else 0)
+    # each pair scored once; the product finds the routes' pairs (the bound keeps the same ones)
+    assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]
     assert [c[:2] for c in calls] == [(b, 6) for b in range(1, 7)] and calls[-1][2] == pairs
     assert calls[-1][3] >= pruned.height  # qualifying pairs kept; a few become no link when classified
     assert pruned.join(everything, on=KEYS, how="anti").height == 0

@@ -144,3 +144,20 @@ def test_one_query_classification_equals_qualifying_then_classified(generated, s
     links = classified_pairs(frame, vectors, pairs, scoring)
     assert links.height > 0
     assert links.equals(classified(frame, qualifying_pairs(frame, vectors, pairs, scoring), scoring))
+
+
+@pytest.mark.parametrize(("partners", "want", "want_half_settled"), [(10, False, False), (20, False, True), (40, True, True)])
+def test_products_pay_where_the_pairs_are_many_and_the_hits_not_many_more(partners, want, want_half_settled):
+    """300 identical vectors: a row hits every unsettled row over the partner floor. A row has
+    2 x `partners` route pairs (counted at both ends): 20 are too few to be worth a product
+    (_DENSE_PAIRS_PER_ROW 32); 40 are, but 300 hits are more than _HITS_PER_PAIR (4) x 40; 80
+    pay. With half the rows settled, the product is against the other 150 only, so 40 pay too."""
+    from crosstier.transforms.link.candidates import products_pay
+
+    vectors = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (300, 1))
+    a = np.repeat(np.arange(300), partners)
+    b = (a + 1 + np.tile(np.arange(partners), 300)) % 300
+    pairs = pl.DataFrame({"a_idx": np.minimum(a, b), "b_idx": np.maximum(a, b)}).unique()
+    assert products_pay(vectors, ScoringConfig(), pairs, np.arange(300), None) is want
+    settled = np.arange(300) >= 150
+    assert products_pay(vectors, ScoringConfig(), pairs, np.arange(150), settled) is want_half_settled

@@ -519,13 +519,17 @@ def candidate_pairs_with_cosines(
     found = without_copy_pairs(_unsettled(found, settled).unique(), copy_keys)
     references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
     terms = term_sets if term_sets is not None else TermSets.of(memories)
-    ref_a, ref_b = references["a_idx"].to_numpy(), references["b_idx"].to_numpy()
-    references = references.with_columns(
-        pl.Series("cosine", exact_pair_cosines(embeddings, ref_a, ref_b), dtype=pl.Float64),
-        pl.Series("shared_weight", terms.shared_weights(ref_a, ref_b), dtype=pl.Float64),
-    )
-    parts = [bounded_pairs(memories, embeddings, scoring, found, term_sets=terms), references]
+    parts = [bounded_pairs(memories, embeddings, scoring, found, term_sets=terms), _with_cosines_and_shared_weights(references, embeddings, terms)]
     return pl.concat(parts).unique(["a_idx", "b_idx"]).sort("a_idx", "b_idx")
+
+
+def _with_cosines_and_shared_weights(pairs: pl.DataFrame, embeddings: np.ndarray, terms: TermSets) -> pl.DataFrame:
+    """(a_idx, b_idx) pairs with their exact `cosine` and `shared_weight`, as bounded_pairs keeps them."""
+    a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
+    return pairs.select(list(PAIR_SCHEMA)).with_columns(
+        pl.Series("cosine", exact_pair_cosines(embeddings, a, b), dtype=pl.Float64),
+        pl.Series("shared_weight", terms.shared_weights(a, b), dtype=pl.Float64),
+    )
 
 
 def _unsettled(pairs: pl.DataFrame, settled: np.ndarray | None) -> pl.DataFrame:
@@ -564,42 +568,78 @@ def bf16_torch():
     return torch if cpu_has_fast_bf16() else None
 
 
-def focus_products(embeddings: np.ndarray, rows: np.ndarray, floor: float, torch=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def focus_products(
+    embeddings: np.ndarray, rows: np.ndarray, floor: float, torch=None, columns: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(focus row, other row, an upper bound of their cosine) of every pair of a focus row and
-    any row whose cosine may reach `floor`: every such pair, and some below it.
+    any row (any of `columns`, where given) whose cosine may reach `floor`: every such pair,
+    and some below it.
 
     In float32 with numpy, or, given `torch` (bf16_torch), in bfloat16: ~3x faster on a CPU
     with AVX-512 BF16, every product within _BF16_PRODUCT_ERROR of the float32 one, so the
     floor is lowered and the bound raised by that much (the pairs are scored exactly later)."""
     hits_a, hits_b, hits_cos = [], [], []
+    others = embeddings if columns is None else embeddings[columns]
     matrix = embeddings if torch is None else torch.from_numpy(np.ascontiguousarray(embeddings)).to(torch.bfloat16)
+    against = others if torch is None else (matrix if columns is None else torch.from_numpy(np.ascontiguousarray(others)).to(torch.bfloat16))
     # a block of focus rows at a time: a 1000-memory burst against 100k rows was a 400 MB product
     for start in range(0, len(rows), _FOCUS_ROWS):
         block = rows[start:start + _FOCUS_ROWS]
         # every row against the block, not the block against every row: the same products,
         # ~35% faster where the block is a few rows (BLAS streams the big matrix once)
         if torch is None:
-            cosines = matrix @ matrix[block].T
+            cosines = against @ matrix[block].T
             hit_col, hit_row = np.nonzero(cosines >= floor)
             hits_cos.append(cosines[hit_col, hit_row])
         else:
-            cosines = matrix @ matrix[torch.from_numpy(block)].T
+            cosines = against @ matrix[torch.from_numpy(block)].T
             hit_col, hit_row = torch.nonzero(cosines >= floor - _BF16_PRODUCT_ERROR, as_tuple=True)
             hits_cos.append(cosines[hit_col, hit_row].float().numpy() + np.float32(_BF16_PRODUCT_ERROR))
             hit_col, hit_row = hit_col.numpy(), hit_row.numpy()
         hits_a.append(block[hit_row])
-        hits_b.append(hit_col)
+        hits_b.append(hit_col if columns is None else columns[hit_col])
     if not hits_a:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     return np.concatenate(hits_a), np.concatenate(hits_b), np.concatenate(hits_cos)
+
+
+# A block is searched by product (partner_pairs) instead of the term routes where its memories
+# have at least _DENSE_PAIRS_PER_ROW candidate pairs each and the product's hits over the
+# partner floor are at most _HITS_PER_PAIR times that: then the routes find most of the
+# namespace's pairs anyway and gather each one's vectors, while the product costs a matrix
+# product and its hits. 20k and 50k dense memories (~94 and ~240 pairs a row, ~3 hits a
+# pair): a block 3.4 -> 1.3 s and 7.8 -> 4.3 s, the same qualifying pairs. Text embeddings of
+# unrelated memories often sit above the partner floor (0.17 at the defaults): there the hits
+# outnumber the pairs by far, and the routes stay.
+_DENSE_PAIRS_PER_ROW = 32
+_HITS_PER_PAIR = 4
+_PROBE_ROWS = 256  # block rows whose product hits are counted: one product tile
+
+
+def products_pay(embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame, rows: np.ndarray, settled: np.ndarray | None) -> bool:
+    """After a block's `pairs` were found by the routes (candidate_pairs_with_cosines, focus
+    `rows`, `settled` rows left out): would the next blocks be cheaper by product? Counted on
+    the block's first _PROBE_ROWS rows, so the choice depends on the data alone."""
+    probe = rows[:_PROBE_ROWS]
+    if len(probe) == 0:
+        return False
+    in_probe = np.zeros(len(embeddings), dtype=bool)
+    in_probe[probe] = True
+    found = int(in_probe[pairs["a_idx"].to_numpy()].sum() + in_probe[pairs["b_idx"].to_numpy()].sum()) / len(probe)
+    if found < _DENSE_PAIRS_PER_ROW:
+        return False
+    columns = None if settled is None else np.flatnonzero(~settled)
+    hits = len(focus_products(embeddings, probe, partner_cosine_floor(scoring) - _COS_SLACK, None, columns)[0]) / len(probe)
+    return hits <= _HITS_PER_PAIR * found
 
 
 _DEFAULT = object()
 
 
 def partner_pairs(
-    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series, copy_keys: pl.Series | None = None,
-    torch=_DEFAULT,
+    memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series,
+    copy_keys: pl.Series | None = None, *, torch=_DEFAULT, settled: np.ndarray | None = None,
+    term_sets: TermSets | None = None, with_cosines: bool = False,
 ) -> pl.DataFrame:
     """Pairs with an end in focus that can reach the threshold or carry a reference, for a few
     focus rows, without a route that reads every memory's terms: a superset of
@@ -615,16 +655,21 @@ def partner_pairs(
     The product is exact: from `ann_min_memories` memories in a namespace, where
     candidate_pairs' range search is approximate, it may find a qualifying pair that search
     missed. `embeddings` are unit rows (links.unit_rows); `copy_keys` as candidate_pairs';
-    `torch`: see focus_products (by default bf16_torch() from _BF16_MIN_FOCUS_ROWS focus rows)."""
+    `torch`: see focus_products (by default bf16_torch() from _BF16_MIN_FOCUS_ROWS focus rows).
+
+    A dense namespace's batch run uses it too, block by block (links.scored_links_with_count):
+    `settled` as candidate_pairs_with_cosines' (those rows are left out of the product);
+    `term_sets` as bounded_pairs'; `with_cosines` returns candidate_pairs_with_cosines'
+    columns (the exact `cosine` and `shared_weight` of each pair)."""
     in_focus = focus.to_numpy()
     rows = np.flatnonzero(in_focus)
-    references = without_copy_pairs(reference_pairs(memories, focus), copy_keys)
+    references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
     near_pairs = pl.DataFrame(schema=PAIR_SCHEMA)
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
         if torch is _DEFAULT:
             torch = bf16_torch() if len(rows) >= _BF16_MIN_FOCUS_ROWS else None
-        a, b, cos = focus_products(embeddings, rows, floor, torch)
+        a, b, cos = focus_products(embeddings, rows, floor, torch, None if settled is None else np.flatnonzero(~settled))
         namespaces = memories.get_column("namespace")  # compared at the hits only, not turned into objects for every row
         keep = (a != b) & (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
         if copy_keys is not None:
@@ -639,7 +684,15 @@ def partner_pairs(
         once = pl.DataFrame({"a_idx": lo[~twice], "b_idx": hi[~twice], "cosine": cos[~twice]}, schema=schema)
         both = pl.DataFrame({"a_idx": lo[twice], "b_idx": hi[twice], "cosine": cos[twice]}, schema=schema)
         near = pl.concat([once, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
-        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy()).select(list(PAIR_SCHEMA))
+        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy(), term_sets=term_sets)
+        if not with_cosines:
+            near_pairs = near_pairs.select(list(PAIR_SCHEMA))
+    if with_cosines:
+        terms = term_sets if term_sets is not None else TermSets.of_pairs(memories, references["a_idx"].to_numpy(), references["b_idx"].to_numpy())
+        references = _with_cosines_and_shared_weights(references, embeddings, terms)
+        near_pairs = near_pairs if "shared_weight" in near_pairs.columns else near_pairs.with_columns(shared_weight=pl.lit(None, dtype=pl.Float64))
+        a, b = near_pairs["a_idx"].to_numpy(), near_pairs["b_idx"].to_numpy()
+        near_pairs = near_pairs.with_columns(pl.Series("cosine", exact_pair_cosines(embeddings, a, b), dtype=pl.Float64)).select(references.columns)
     # the product's pairs are distinct: only a reference pair may repeat one of them
-    pairs = pl.concat([references, near_pairs]).unique() if references.height else near_pairs
+    pairs = pl.concat([references, near_pairs]).unique(["a_idx", "b_idx"]) if references.height else near_pairs
     return pairs.sort("a_idx", "b_idx")
