@@ -556,16 +556,37 @@ def partner_cosine_floor(scoring: ScoringConfig) -> float:
     return min(floors)
 
 
-def bf16_torch():
-    """torch, where this process has loaded it already (the watcher's model) and the CPU
-    multiplies bfloat16 in hardware; else None. Not imported for this alone: the import
-    costs seconds, more than the products save."""
+def bf16_torch(load: bool = False):
+    """torch, where the CPU multiplies bfloat16 in hardware and this process has loaded torch
+    already (the watcher's model), or `load` asks for it; else None. The watcher does not
+    load it for this alone: the import costs seconds, more than a micro-batch's products
+    save. A dense namespace's batch run does (products_pay): its blocks' products, one per
+    block against up to the whole namespace, save more."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return None
+        if not (load and _cpu_flags_bf16()):
+            return None
+        try:
+            import torch
+        except ImportError:
+            return None
     from crosstier.transforms.embed.encoders import cpu_has_fast_bf16
 
     return torch if cpu_has_fast_bf16() else None
+
+
+def _cpu_flags_bf16() -> bool:
+    """Whether /proc/cpuinfo lists bf16 dot products (avx512_bf16 or amx_bf16): checked before
+    importing torch to ask it the same (encoders.cpu_has_fast_bf16)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        return False
+    return False
 
 
 def focus_products(

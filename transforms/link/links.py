@@ -24,7 +24,9 @@ from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
-from crosstier.transforms.link.candidates import all_pairs, candidate_pairs_with_cosines, partner_pairs, products_pay, ranked_terms, without_copy_pairs
+from crosstier.transforms.link.candidates import (
+    all_pairs, bf16_torch, candidate_pairs_with_cosines, partner_pairs, products_pay, ranked_terms, without_copy_pairs,
+)
 from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.link.neighbours import exact_pair_cosines
@@ -282,6 +284,7 @@ def scored_links_with_count(
     ranked = ranked_terms(frame)
     term_sets = TermSets.of(frame)
     dense = False  # once the first block says products pay (candidates.products_pay), the rest are searched by product
+    torch = None  # for those products: bf16 where the CPU multiplies it in hardware (candidates.bf16_torch)
     kept: list[pl.DataFrame] = []
     held = pruned = 0  # rows held, and rows the last prune left
     scored = 0
@@ -290,10 +293,11 @@ def scored_links_with_count(
         in_block = pl.Series(block_of == block)
         settled = block_of < block
         if dense:
-            pairs = partner_pairs(frame, vectors, scoring, in_block, keys, torch=None, settled=settled, term_sets=term_sets, with_cosines=True)
+            pairs = partner_pairs(frame, vectors, scoring, in_block, keys, torch=torch, settled=settled, term_sets=term_sets, with_cosines=True)
         else:
             pairs = candidate_pairs_with_cosines(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys, settled=settled, term_sets=term_sets)
             dense = block == 0 and products_pay(vectors, scoring, pairs, np.flatnonzero(block_of == block), settled)
+            torch = bf16_torch(load=True) if dense else None
         scored += pairs.height
         # only what pruning needs is held between blocks; the survivors are scored again at the end
         kept.append(qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "cosine", "score", "cross_reference"))
