@@ -432,7 +432,7 @@ def without_copy_pairs(pairs: pl.DataFrame, copy_keys: pl.Series | None) -> pl.D
 
 def bounded_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
-    cosines: np.ndarray | None = None, term_sets: TermSets | None = None,
+    cosines: np.ndarray | None = None, term_sets: TermSets | None = None, shared_weights: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed),
     each with its `shared_weight` (the summed weight of the terms both ends have).
@@ -447,13 +447,14 @@ def bounded_pairs(
     as these are). Without them, the kept pairs carry their exact cosine as a `cosine`
     column, computed from the vectors gathered for the bound (neighbours.gathered_cosines):
     scoring reads it instead of gathering every pair's two vectors a second time.
-    `term_sets`: TermSets.of(memories), when the caller scores many blocks of one frame.
+    `term_sets`: TermSets.of(memories), when the caller scores many blocks of one frame;
+    `shared_weights`: the pairs' own, where an earlier bound computed them.
     """
     w = scoring.weights
     calibration = _calibration(scoring)
     a = pairs["a_idx"].to_numpy()
     b = pairs["b_idx"].to_numpy()
-    terms = term_sets if term_sets is not None else TermSets.of_pairs(memories, a, b)
+    terms = term_sets if term_sets is not None or shared_weights is not None else TermSets.of_pairs(memories, a, b)
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     shared = np.full(len(a), np.nan, dtype=np.float64)
@@ -474,7 +475,7 @@ def bounded_pairs(
 
         keep = score(calibration.co_occurrence_bound(weight[ia], weight[ib])) >= floor
         near = np.flatnonzero(keep)
-        exact = terms.shared_weights(ia[near], ib[near])
+        exact = terms.shared_weights(ia[near], ib[near]) if shared_weights is None else shared_weights[rows[near]]
         shared[rows[near]] = exact
         keep[near] = score(calibration.co_occurrence(exact, weight[ia[near]], weight[ib[near]]), near) >= floor
         return keep
@@ -713,7 +714,14 @@ def partner_pairs(
         references = _with_cosines_and_shared_weights(references, embeddings, terms)
         near_pairs = near_pairs if "shared_weight" in near_pairs.columns else near_pairs.with_columns(shared_weight=pl.lit(None, dtype=pl.Float64))
         a, b = near_pairs["a_idx"].to_numpy(), near_pairs["b_idx"].to_numpy()
-        near_pairs = near_pairs.with_columns(pl.Series("cosine", exact_pair_cosines(embeddings, a, b), dtype=pl.Float64)).select(references.columns)
+        exact = exact_pair_cosines(embeddings, a, b)
+        near_pairs = near_pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64)).select(references.columns)
+        if torch is not None:
+            # bf16 products bounded each pair loosely (_BF16_PRODUCT_ERROR): bounded again on the
+            # float32 of the exact cosine, as the term routes' pairs are, so the pairs scored
+            # do not depend on the CPU
+            near_pairs = bounded_pairs(memories, embeddings, scoring, near_pairs, cosines=exact.astype(np.float32),
+                                       shared_weights=near_pairs["shared_weight"].to_numpy())
     # the product's pairs are distinct: only a reference pair may repeat one of them
     pairs = pl.concat([references, near_pairs]).unique(["a_idx", "b_idx"]) if references.height else near_pairs
     return pairs.sort("a_idx", "b_idx")
