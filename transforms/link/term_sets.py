@@ -32,10 +32,11 @@ class TermSets:
         lists); with `rows`, only those rows' terms (the others have none): a few pairs
         among many memories need only their ends'."""
         size = frame.height
+        frame = frame.select("idx", "terms", "term_weights")  # before any gather: a live frame holds every evidence column
         if rows is not None:
             frame = frame[np.asarray(rows, dtype=np.int64)]
         exploded = (
-            frame.select("idx", "terms", "term_weights").explode("terms", "term_weights").drop_nulls("terms")
+            frame.explode("terms", "term_weights").drop_nulls("terms")
             # codes in the terms' own order, whatever rows are coded: a pair's weights are then
             # summed in one order (by term) in every call, so its score has the same bits
             .with_columns(pl.col("terms").rank("dense").cast(pl.Int64).alias("code"))
