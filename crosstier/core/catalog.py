@@ -15,10 +15,38 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 TABLES = ("memories", "relationships", "tier_distribution", "tier_links", "rejects", "runs")
 DATABASE_NAME = "correlations.duckdb"
 RUN_RECORD_NAME = "run.json"
+# Tables whose Parquet copy is a folder partitioned by namespace, hive-style
+# (`relationships/namespace=<ns>/part-0.parquet`): a reader of one namespace reads its partition.
+PARTITIONED_TABLES = ("memories", "relationships")
+PARTITION_KEY = "namespace"
+PARTITION_FILE = "part-0.parquet"
+# Folder names are at most 255 bytes on common filesystems; "namespace=" takes 10.
+MAX_PARTITION_VALUE_CHARS = 240
+
+
+def partition_value(namespace: str) -> str:
+    """A namespace as its partition folder spells it: percent-encoded but for letters, digits
+    and `_.-~`, so no `/`, glob character or space reaches a path (DuckDB, polars and Spark
+    decode it when they read the folder as hive partitions)."""
+    return quote(namespace, safe="")
+
+
+def partition_folder(namespace: str) -> str:
+    return f"{PARTITION_KEY}={partition_value(namespace)}"
+
+
+def parquet_path(folder: Path, table: str) -> Path:
+    return folder / table if table in PARTITIONED_TABLES else folder / f"{table}.parquet"
+
+
+def parquet_glob(folder: Path, table: str) -> str:
+    path = parquet_path(folder, table)
+    return str(path / "*" / "*.parquet") if table in PARTITIONED_TABLES else str(path)
 
 
 @dataclass(frozen=True)
@@ -33,7 +61,12 @@ class SnapshotFiles:
         return self.dir.name
 
     def parquet(self, table: str) -> Path:
-        return self.dir / f"{table}.parquet"
+        """The table's Parquet copy: a file, or the folder of its partitions (PARTITIONED_TABLES)."""
+        return parquet_path(self.dir, table)
+
+    def parquet_glob(self, table: str) -> str:
+        """What DuckDB's read_parquet takes for the table (with hive_partitioning for a folder)."""
+        return parquet_glob(self.dir, table)
 
     @property
     def embeddings(self) -> Path:
@@ -90,7 +123,10 @@ class Catalog:
         return self.root / "parquet"
 
     def parquet(self, table: str) -> Path:
-        return self.parquet_dir / f"{table}.parquet"
+        return parquet_path(self.parquet_dir, table)
+
+    def parquet_glob(self, table: str) -> str:
+        return parquet_glob(self.parquet_dir, table)
 
     @property
     def run_log(self) -> Path:

@@ -71,18 +71,43 @@ def test_one_switch_makes_the_whole_snapshot_current_and_the_fixed_paths_follow_
     publish_snapshot(tables(["a"]), catalog, "run1", parquet_only={"embeddings": pl.DataFrame({"id": ["a"]})}, record={"run_id": "run1", "status": "published"})
     files = catalog.current_snapshot()
     assert os.readlink(catalog.current) == "snapshots/run1" and files.dir == tmp_path / "snapshots" / "run1"
-    assert sorted(p.name for p in files.dir.iterdir()) == ["correlations.duckdb", "embeddings.parquet", "memories.parquet", "rejects.parquet", "relationships.parquet", "run.json"]
+    assert sorted(p.name for p in files.dir.iterdir()) == ["correlations.duckdb", "embeddings.parquet", "memories", "rejects.parquet", "relationships", "run.json"]
     assert json.loads(files.run_record.read_text()) == {"run_id": "run1", "status": "published"}
     # the old paths stay: fixed links through `current`, made once
     assert os.readlink(catalog.database) == "current/correlations.duckdb" and os.readlink(catalog.parquet_dir) == "current"
     publish_snapshot(tables(["a", "b"]), catalog, "run2")
     assert os.readlink(catalog.database) == "current/correlations.duckdb"
-    assert pl.read_parquet(catalog.parquet("memories")).height == 2
+    assert duckdb.sql(f"select count(*) from read_parquet('{catalog.parquet_glob('memories')}')").fetchall() == [(2,)]
     con = duckdb.connect(str(catalog.database), read_only=True)
     assert con.execute("select count(*) from memories").fetchall() == [(2,)]
     con.close()
     with pytest.raises(FileExistsError, match="live one"):
         publish_snapshot(tables(["a"]), catalog, "run2")
+
+
+def test_memories_and_relationships_are_partitioned_by_namespace_and_a_reader_of_one_reads_its_partition(tmp_path):
+    odd = ["default", "a/b", "x y%*[1]", "ünï", ".."]
+    frame = pl.concat([memories([f"{ns}-{i}" for i in range(3)]).with_columns(namespace=pl.lit(ns)) for ns in odd])
+    relationships = empty_relationships()
+    catalog = Catalog(tmp_path)
+    publish_snapshot({"memories": frame, "relationships": relationships, "rejects": empty_rejects()}, catalog, "run1")
+    files = catalog.current_snapshot()
+    folders = sorted(p.name for p in files.parquet("memories").iterdir())
+    assert folders == sorted(["namespace=default", "namespace=a%2Fb", "namespace=x%20y%25%2A%5B1%5D", "namespace=%C3%BCn%C3%AF", "namespace=.."])
+    # the same rows back, from polars (state for the next run) and from DuckDB reading hive partitions
+    assert read_snapshot_table(catalog, "memories").sort("id").equals(frame.sort("id"))
+    by_namespace = "select namespace, count(*) from read_parquet($glob, hive_partitioning = true) group by all order by all"
+    assert duckdb.execute(by_namespace, {"glob": files.parquet_glob("memories")}).fetchall() == sorted((ns, 3) for ns in odd)
+    # a reader of one namespace opens its partition alone: another one, broken, is never read
+    (files.parquet("memories") / "namespace=default" / "part-0.parquet").write_bytes(b"not parquet")
+    one = "select id from read_parquet($glob, hive_partitioning = true) where namespace = $ns order by id"
+    assert duckdb.execute(one, {"glob": files.parquet_glob("memories"), "ns": "x y%*[1]"}).fetchall() == [(f"x y%*[1]-{i}",) for i in range(3)]
+    with pytest.raises(duckdb.Error):
+        duckdb.execute("select count(*) from read_parquet($glob, hive_partitioning = true)", {"glob": files.parquet_glob("memories")}).fetchall()
+    # an empty table is still a readable one, with its columns
+    empty = duckdb.execute("select * from read_parquet($glob, hive_partitioning = true)", {"glob": files.parquet_glob("relationships")})
+    assert empty.fetchall() == [] and [d[0] for d in empty.description] == relationships.columns
+    assert read_snapshot_table(catalog, "relationships").schema == relationships.schema
 
 
 def test_a_warehouse_of_the_older_layout_is_read_then_switched_over(tmp_path):

@@ -40,7 +40,7 @@ def reader(root: str, stop_file: str, out_file: str, expect: str) -> None:
             con = duckdb.connect(str(files.database), read_only=True)
             try:
                 in_db = con.execute("select count(*), min(run_id) from relationships").fetchone()
-                in_parquet = con.execute("select count(*), min(run_id) from read_parquet($p)", {"p": str(files.parquet("relationships"))}).fetchone()
+                in_parquet = con.execute("select count(*), min(run_id) from read_parquet($p)", {"p": files.parquet_glob("relationships")}).fetchone()
                 vectors = con.execute("select count(*) from read_parquet($p)", {"p": str(files.embeddings)}).fetchone()[0]
                 memories = con.execute("select count(*) from memories").fetchone()[0]
             finally:

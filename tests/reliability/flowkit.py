@@ -129,7 +129,7 @@ def assert_one_whole_run(root: Path) -> str:
                 "tier_distribution": "*", "tier_links": "*", "runs": "run_id, status"}
         for table, columns in keys.items():
             in_db = con.execute(f"select {columns} from {table} order by all").fetchall()
-            in_parquet = con.execute(f"select {columns} from read_parquet($path) order by all", {"path": str(files.parquet(table))}).fetchall()
+            in_parquet = con.execute(f"select {columns} from read_parquet($path) order by all", {"path": files.parquet_glob(table)}).fetchall()
             assert in_db == in_parquet, f"{table}: the DuckDB file and the Parquet copy differ"
         run_ids = {r[0] for r in con.execute("select distinct run_id from relationships").fetchall()}
         assert run_ids <= {run_id}, f"relationships of runs {run_ids} in snapshot {run_id}"

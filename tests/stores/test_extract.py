@@ -74,6 +74,7 @@ def test_jsonl_good_record_is_canonical(tmp_path):
         ({"id": "a", "tier": "episodic", "content": "x", "metadata": [1]}, "field 'metadata' must be an object"),
         ({"id": "a", "tier": "episodic", "content": "x", "embedding": ["a"]}, "field 'embedding' must hold finite numbers"),
         ({"id": "a\nb", "tier": "episodic", "content": "x"}, "control characters"),
+        ({"id": "a", "tier": "episodic", "content": "x", "namespace": "é" * 41}, "namespace is 246 characters once percent-encoded"),
         ("[1, 2]", "must hold a JSON object"),
         ("{not json", "not valid JSON"),
         (b'{"id": "a", "tier": "episodic", "content": "caf\xe9"}', "invalid UTF-8"),

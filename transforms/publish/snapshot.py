@@ -19,7 +19,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.atomic import fsync_dir, leftover_links, switch_link
-from crosstier.core.catalog import DATABASE_NAME, Catalog, SnapshotFiles
+from crosstier.core.catalog import DATABASE_NAME, PARTITION_FILE, PARTITION_KEY, PARTITIONED_TABLES, Catalog, SnapshotFiles, partition_folder
 
 # Views created in every snapshot, one sql/<name>.sql each (the read side's named queries).
 VIEWS = ("links_both_ways", "contradictions_to_review", "orphan_memories")
@@ -51,6 +51,27 @@ def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
     frame.write_parquet(path)
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
+
+
+def _write_partitions(frame: pl.DataFrame, folder: Path) -> None:
+    """One Parquet file per namespace, `folder/namespace=<ns>/part-0.parquet`, each holding the
+    namespace column too (a file read alone is whole). An empty table still gets one empty
+    file (under `namespace=default`), so readers globbing the folder find its columns."""
+    folder.mkdir()
+    groups = frame.partition_by(PARTITION_KEY, maintain_order=True, as_dict=True) if frame.height else {("default",): frame}
+    for (namespace,), part in groups.items():
+        partition = folder / partition_folder(namespace)
+        partition.mkdir()
+        _write_parquet(part, partition / PARTITION_FILE)
+        fsync_dir(partition)
+    fsync_dir(folder)
+
+
+def _write_table(name: str, frame: pl.DataFrame, staging: Path) -> None:
+    if name in PARTITIONED_TABLES:
+        _write_partitions(frame, staging / name)
+    else:
+        _write_parquet(frame, staging / f"{name}.parquet")
 
 
 def _write_json(record: dict, path: Path) -> None:
@@ -113,7 +134,7 @@ def publish_snapshot(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     for name, frame in {**tables, **(parquet_only or {})}.items():
-        _write_parquet(frame, staging / f"{name}.parquet")
+        _write_table(name, frame, staging)
         step(f"wrote {name}.parquet")
     _write_json(record or {"run_id": run_id}, staging / "run.json")
     step("wrote run.json")
@@ -204,9 +225,16 @@ def read_snapshot_table(catalog: Catalog, name: str) -> pl.DataFrame | None:
 
 
 def snapshot_table(files: SnapshotFiles, name: str) -> pl.DataFrame | None:
-    """One table of a resolved snapshot from its Parquet copy, or None when it has none."""
+    """One table of a resolved snapshot from its Parquet copy, or None when it has none
+    (a partitioned table published before partitions existed is read from its one file)."""
     path = files.parquet(name)
-    return pl.read_parquet(path) if path.is_file() else None
+    if path.is_dir():
+        # every partition file holds the namespace column: no hive parsing of folder names
+        # (polars' own misreads names with glob characters), and no glob of our paths either
+        parts = sorted(path.glob(f"*/{PARTITION_FILE}"))
+        return pl.read_parquet(parts, hive_partitioning=False, glob=False) if parts else None
+    flat = files.dir / f"{name}.parquet"
+    return pl.read_parquet(flat) if flat.is_file() else None
 
 
 def append_run_log(catalog: Catalog, record: dict) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 import polars as pl
 
+from crosstier.core.catalog import MAX_PARTITION_VALUE_CHARS, partition_value
 from crosstier.core.config import Settings, StoreConfig
 from crosstier.transforms.sorted_rows import with_rows_inserted
 from crosstier.transforms.stores.errors import ExtractError
@@ -255,6 +256,9 @@ def canonical_memory(fields: dict[str, Any], store: StoreConfig, location: str, 
     if size > max_content_bytes:
         raise ValueError(f"content is {size} bytes, over the limit of {max_content_bytes}")
     namespace = _text_field("namespace", fields.get("namespace")) or store.namespace or "default"
+    if len(partition_value(namespace)) > MAX_PARTITION_VALUE_CHARS:
+        # the snapshot's partition folder is named by it: too long a name fails the publish
+        raise ValueError(f"namespace is {len(partition_value(namespace))} characters once percent-encoded for its partition folder, over {MAX_PARTITION_VALUE_CHARS}")
     return {
         "id": memory_id,
         "tier": tier,
