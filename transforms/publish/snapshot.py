@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +60,17 @@ def _write_partitions(frame: pl.DataFrame, folder: Path) -> None:
     file (under `namespace=default`), so readers globbing the folder find its columns."""
     folder.mkdir()
     groups = frame.partition_by(PARTITION_KEY, maintain_order=True, as_dict=True) if frame.height else {("default",): frame}
-    for (namespace,), part in groups.items():
+
+    def write(namespace: str, part: pl.DataFrame) -> None:
         partition = folder / partition_folder(namespace)
         partition.mkdir()
         _write_parquet(part, partition / PARTITION_FILE)
         fsync_dir(partition)
+
+    # threads: each partition waits on its fsyncs (1,000 namespaces one by one: 1.5 s)
+    with ThreadPoolExecutor(max_workers=min(8, len(groups))) as pool:
+        for done in [pool.submit(write, namespace, part) for (namespace,), part in groups.items()]:
+            done.result()
     fsync_dir(folder)
 
 
