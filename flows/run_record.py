@@ -53,7 +53,7 @@ def settings_fingerprint(settings: Settings) -> str:
 
 
 def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame] | None:
-    """The last snapshot's fingerprints and pre-cap links when it was made with the same
+    """The last snapshot's fingerprints, pre-cap links and vectors when it was made with the same
     settings, or None (then the run is full)."""
     files = catalog.current_snapshot()  # resolved once: record and state of the same run
     if files is None:
@@ -64,7 +64,8 @@ def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame
         record = published[-1] if published else {}
     if record.get("settings_fingerprint") != fingerprint:
         return None
-    state = {name: publish.snapshot_table(files, name) for name in ("fingerprints", "scored_links")}
+    # embeddings: a memory whose vector moved is scored again, whatever its fingerprint says
+    state = {name: publish.snapshot_table(files, name) for name in ("fingerprints", "scored_links", "embeddings")}
     return state if all(frame is not None for frame in state.values()) else None
 
 

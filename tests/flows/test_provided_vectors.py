@@ -44,3 +44,27 @@ def test_ctc_run_rejects_over_range_vectors_and_publishes_the_good_record(tmp_pa
         "m.jsonl:3": "field 'embedding' has a length (norm) that overflows float32: its values are too large to normalise",
     }, rejects
     assert status == [("published",)]
+
+
+def test_an_incremental_run_after_a_store_re_embeds_a_memory_equals_a_full_run(tmp_path, monkeypatch, shared_embedding_cache):
+    """The text is the same, the provided vector is not: the memory's links must move with it
+    (its fingerprint covers its text only)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from live_helpers import config_file, memory, view_rows, write_lines
+
+    from crosstier.flows.correlate import correlate
+
+    monkeypatch.setenv("EMBED_CACHE_DIR", str(shared_embedding_cache))
+    store = tmp_path / "notes.jsonl"
+    records = [memory(i) for i in range(12)]
+    write_lines(store, records, "w")
+    config = str(config_file(tmp_path, store, max_links=3))
+    correlate(config_path=config)
+    before = view_rows(tmp_path / "warehouse")
+    records[0]["embedding"] = _unit(1)  # m000 leaves its topic (0) for topic 1's direction
+    write_lines(store, records, "w")
+    summary = correlate(config_path=config)
+    incremental = view_rows(tmp_path / "warehouse")
+    correlate(config_path=config, full=True)
+    assert incremental == view_rows(tmp_path / "warehouse")
+    assert incremental != before and summary["changed"] == 1  # incremental, and only the moved memory

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import numpy as np
 import polars as pl
 
-from crosstier.transforms.link.incremental import changed_memory_ids, kept_links, memory_fingerprints
+from crosstier.transforms.link.incremental import changed_memory_ids, kept_links, memory_fingerprints, moved_vector_ids
 from crosstier.transforms.schema import MEMORY_SCHEMA, RELATIONSHIP_SCHEMA
 
 
@@ -43,3 +44,13 @@ def test_kept_links_drop_any_touched_end():
         [{"source_id": s, "target_id": t} for s, t in [("a", "b"), ("b", "c"), ("c", "d")]], schema=RELATIONSHIP_SCHEMA
     )
     assert kept_links(links, {"b"}).select("source_id", "target_id").rows() == [("c", "d")]
+
+
+def test_moved_vectors_are_the_ones_not_bit_for_bit_as_published():
+    published = pl.DataFrame({"id": ["a", "b", "c", "d"], "embedding": [[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [1.0]]},
+                             schema={"id": pl.String, "embedding": pl.List(pl.Float32)})
+    now = np.array([[1.0, 0.0], [0.0, 1.0 - 1e-7], [0.8, 0.6], [1.0, 0.0], [0.5, 0.5]], dtype=np.float32)
+    ids = pl.Series(["a", "b", "c", "d", "new"])
+    # a: the same; b: moved in its last bit; c: re-embedded; d: published with another length; new: not published
+    assert moved_vector_ids(ids, now, published) == {"b", "c", "d"}
+    assert moved_vector_ids(ids.head(0), now[:0], published) == set()

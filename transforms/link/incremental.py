@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
 import polars as pl
 
 # Everything a pair's score and type can depend on. An edit to any of these rescoring the
@@ -24,6 +25,26 @@ def memory_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame) -> pl.DataF
         for row in joined.iter_rows()
     ]
     return pl.DataFrame({"id": joined.get_column("id"), "fingerprint": fingerprints}, schema={"id": pl.String, "fingerprint": pl.String}).sort("id")
+
+
+def moved_vector_ids(ids: pl.Series, vectors: np.ndarray, previous: pl.DataFrame) -> set[str]:
+    """Ids whose vector (row-aligned with `ids`) is not, bit for bit, the one the last snapshot
+    published for them (`previous`: id, embedding). The fingerprint covers the text a vector
+    is made from, not a vector a store provides, nor the neighbours' vectors a session turn
+    mixes in: a store that re-embeds a memory without changing its text moves it all the same.
+    Ids the snapshot lacks are new, and the fingerprints name them already."""
+    found = ids.to_frame("id").with_row_index("_at").join(previous.select("id", "embedding"), on="id", how="inner")
+    if found.height == 0:
+        return set()
+    dim = vectors.shape[1]
+    lengths = found.get_column("embedding").list.len()
+    comparable = (lengths == dim).fill_null(False)
+    same = np.zeros(found.height, dtype=bool)
+    if comparable.any():
+        rows = found.filter(comparable)
+        before = rows.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32, copy=False)
+        same[comparable.to_numpy()] = np.all(vectors[rows.get_column("_at").to_numpy()] == before, axis=1)
+    return set(found.get_column("id").filter(pl.Series(~same)).to_list())
 
 
 def changed_memory_ids(current: pl.DataFrame, previous: pl.DataFrame) -> tuple[set[str], set[str]]:
