@@ -305,16 +305,17 @@ def row_hashes_after(previous: pl.DataFrame, published: pl.DataFrame, redone: pl
 
 def stepped(
     state: WatchState, memories: pl.DataFrame, texts: pl.DataFrame, fingerprints: pl.DataFrame, vectors: np.ndarray, manual_log_path: Path, settings: Settings,
-    redone: pl.Series | None = None,
+    redone: pl.Series | None = None, moved: set[str] | None = None,
 ) -> tuple[WatchState, Delta, dict[str, Any]]:
     """Link the current memories against the state's index and build the delta. `vectors`:
     the memories' context vectors as unit rows (links.unit_rows), row-aligned. `redone`: when
     every other memory's row and fingerprint are as the state has them, the ids read again,
-    new, fingerprinted again or gone (live.relinked, row_hashes_after)."""
+    new, fingerprinted again or gone (live.relinked, row_hashes_after); `moved`: ids whose
+    vector is not the state's, whatever their fingerprint (linked again)."""
     published = published_memories(memories)
     index = state.index
     if settings.auto_discover:
-        result = live.relinked(index, memories, vectors, texts, settings.scoring, fingerprints, units=vectors, redone=redone)
+        result = live.relinked(index, memories, vectors, texts, settings.scoring, fingerprints, units=vectors, redone=redone, moved=moved or set())
         new_index, affected, pairs = result.index, result.affected, result.pairs_scored
         deleted = result.deleted
     else:
@@ -398,12 +399,17 @@ def advanced(state: WatchState, changed: list[str], settings: Settings, manual_l
         contents, vector_stats = content_vectors_of(memories, stores, at, touched.previous_of[at], state.content_vectors, dim, prefetched(early, vectors_for),
                                                     out=buffer_rows(state.content_vectors, memories.height, dim), sources=read)
     embed_done = time.perf_counter()
+    # a fresh row's vector as the index had it, before the buffer it lives in is filled again
+    known = touched.fresh[touched.previous_of[touched.fresh] >= 0]
+    known_before = index.vectors[touched.previous_of[known]].copy()
     # the index keeps unit rows, as scoring reads them: only the fresh rows are normalised
     vectors = context_vectors_around(memories, contents, index.vectors, touched, finish=links.unit_rows,
                                      out=buffer_rows(index.vectors, memories.height, dim))
+    # a store that re-embeds a memory without changing its text moves it (and its session's context)
+    moved = set(memories.get_column("id").gather(known[np.any(vectors[known] != known_before, axis=1)]).to_list())
     state = replace(state, stores=stores, batch=batch, content_vectors=contents)
     context_done = time.perf_counter()
-    new_state, delta, stats = stepped(state, memories, rows.texts, rows.fingerprints, vectors, manual_log_path, settings, rows.redone)
+    new_state, delta, stats = stepped(state, memories, rows.texts, rows.fingerprints, vectors, manual_log_path, settings, rows.redone, moved)
     new_state, delta = with_rejects(new_state, delta, rejects)
     new_state, delta = with_vectors(new_state, delta, memories.get_column("id").gather(touched.fresh), vectors[touched.fresh])
     done = time.perf_counter()
@@ -443,9 +449,11 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
         snapshot_memories = snapshot_memories.select(published.columns).cast(published.schema)
     manual = snapshot["relationships"].filter(pl.col("origin") == "manual").cast(RELATIONSHIP_SCHEMA)
     state = WatchState(stores, index, manual, live.memory_row_hashes(snapshot_memories), 0, base_run, contents, snapshot["rejects"])
-    new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings)
-    new_state, delta = with_rejects(new_state, delta, rejects)
     unlike = vectors_unlike(memories, vectors, snapshot["embeddings"])
+    # linked again where the snapshot's vector is another (new ids are so by their fingerprints)
+    moved = set(memories.get_column("id").gather(unlike).to_list())
+    new_state, delta, stats = stepped(state, memories, texts, fingerprints, vectors, manual_log_path, settings, moved=moved)
+    new_state, delta = with_rejects(new_state, delta, rejects)
     new_state, delta = with_vectors(new_state, delta, memories.get_column("id").gather(unlike), vectors[unlike])
     stats.update(vector_stats, vectors=len(unlike), batch=0)
     return Step(new_state, delta, stats)

@@ -144,6 +144,22 @@ def test_a_manual_link_reaches_readers_without_relinking(tmp_path):
     assert rows == batch_rows(config, batch_out)
 
 
+def test_a_memory_a_store_re_embeds_with_the_same_text_is_linked_again(tmp_path):
+    """Its fingerprint covers its text, which did not change; its vector did, and with it its links."""
+    records = [memory(i, session="s1" if i % 2 else None) for i in range(9)]
+    store, config, live = started(tmp_path, records)
+    before = view_rows(live.settings.output_dir)
+    moved = [records[0] | {"embedding": memory(0, topic=1, noise=0.0)["embedding"]}, records[3] | {"embedding": memory(3, topic=0, noise=0.0)["embedding"]}]
+    rewritten = tmp_path / "notes.jsonl.tmp"
+    write_lines(rewritten, moved + records[1:3] + records[4:], "w")  # m003 is a session turn: its neighbours' context moves too
+    os.replace(rewritten, store)
+    stats = live.step()
+    after = view_rows(live.settings.output_dir)
+    assert after != before and stats["pairs_scored"] > 0
+    assert after == batch_rows(config, tmp_path / "batch")
+    assert_same_vectors(view_vectors(live.settings.output_dir), view_vectors(tmp_path / "batch"))
+
+
 def test_with_auto_discover_off_memories_are_recorded_not_linked(tmp_path, monkeypatch):
     store = tmp_path / "notes.jsonl"
     write_lines(store, [memory(i) for i in range(6)], "w")

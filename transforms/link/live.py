@@ -224,6 +224,7 @@ def relinked(
     fingerprints: pl.DataFrame | None = None,
     units: np.ndarray | None = None,
     redone: pl.Series | None = None,
+    moved: Set[str] = frozenset(),
 ) -> Relinked:
     """Link one micro-batch: `memories` (with terms, sorted by id), row-aligned `vectors` and
     `texts` (id, text_hash) are the whole current set; only what changed is scored again.
@@ -231,10 +232,12 @@ def relinked(
     in when the caller kept them up to date (normalising 100k rows costs ~0.1 s a batch);
     `redone`: when every other id's fingerprint is the index's, the ids whose fingerprint was
     computed again or that are gone (only those are compared: a join of 100k fingerprints
-    cost ~20 ms a micro-batch)."""
+    cost ~20 ms a micro-batch); `moved`: ids whose vector is not the index's while their
+    fingerprint may be (incremental.moved_vector_ids): they are linked again too."""
     if fingerprints is None:
         fingerprints = incremental.memory_fingerprints(memories, texts)
     changed, deleted = incremental.changed_memory_ids(*among((fingerprints, index.fingerprints), redone))
+    changed |= set(moved)
     touched = changed | deleted
     ids = current_ids(index.ids, memories, changed, deleted)
     came_and_went = None if index.ids is None else ({i for i in changed if i not in index.ids}, deleted)
