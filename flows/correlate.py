@@ -208,6 +208,8 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
         return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
+    came = changed - set(previous["fingerprints"].get_column("id").to_list())
+    changed |= incremental.citing_ids(memories, came | deleted)
     # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
     groups = copies.copy_groups(memories)  # once, for the cap's reach and the cap
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)

@@ -160,6 +160,24 @@ def test_a_memory_a_store_re_embeds_with_the_same_text_is_linked_again(tmp_path)
     assert_same_vectors(view_vectors(live.settings.output_dir), view_vectors(tmp_path / "batch"))
 
 
+@pytest.mark.parametrize("named", ["m099", "ws:skill/rotate-api-keys"])
+def test_a_memory_naming_an_id_that_comes_or_goes_is_linked_again(tmp_path, named):
+    """It starts (stops) citing, so cross_reference applies (no longer) to all its pairs."""
+    records = [memory(i) for i in range(9)]
+    records[0]["content"] += " (details in m099)" if named == "m099" else " (the rotate-api-keys skill does it)"
+    store, config, live = started(tmp_path, records)
+    uncited = view_rows(live.settings.output_dir)
+    write_lines(store, [memory(99, topic=2, text="an unrelated note about lunch") | {"id": named}])
+    live.step()
+    cited = view_rows(live.settings.output_dir)
+    assert cited != uncited and cited == batch_rows(config, tmp_path / "batch1")
+    rewritten = tmp_path / "notes.jsonl.tmp"
+    write_lines(rewritten, records, "w")
+    os.replace(rewritten, store)
+    live.step()
+    assert view_rows(live.settings.output_dir) == batch_rows(config, tmp_path / "batch2") == uncited
+
+
 def test_with_auto_discover_off_memories_are_recorded_not_linked(tmp_path, monkeypatch):
     store = tmp_path / "notes.jsonl"
     write_lines(store, [memory(i) for i in range(6)], "w")

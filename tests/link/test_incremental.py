@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import polars as pl
 
-from crosstier.transforms.link.incremental import changed_memory_ids, kept_links, memory_fingerprints, moved_vector_ids
+from crosstier.transforms.link.incremental import changed_memory_ids, citing_ids, kept_links, memory_fingerprints, moved_vector_ids
 from crosstier.transforms.schema import MEMORY_SCHEMA, RELATIONSHIP_SCHEMA
 
 
@@ -54,3 +54,15 @@ def test_moved_vectors_are_the_ones_not_bit_for_bit_as_published():
     # a: the same; b: moved in its last bit; c: re-embedded; d: published with another length; new: not published
     assert moved_vector_ids(ids, now, published) == {"b", "c", "d"}
     assert moved_vector_ids(ids.head(0), now[:0], published) == set()
+
+
+def test_citing_ids_are_the_memories_whose_text_names_an_id_that_came_or_went():
+    frame = memories([
+        {"id": "a", "content_hash": "1", "content": "see m099."},  # a token, punctuation stripped
+        {"id": "b", "content_hash": "2", "content": "see m0990 and xm099"},  # not the id: other tokens
+        {"id": "m099", "content_hash": "3", "content": "I am m099"},  # itself
+        {"id": "c", "content_hash": "4", "content": "Run the Rotate-API-Keys skill weekly"},
+        {"id": "d", "content_hash": "5", "content": "nothing named here"},
+    ])
+    assert citing_ids(frame, {"m099", "ws:skill/rotate-api-keys"}) == {"a", "c"}
+    assert citing_ids(frame, {"m100"}) == set() and citing_ids(frame, set()) == set()

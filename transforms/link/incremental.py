@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 
 import numpy as np
 import polars as pl
+
+from crosstier.transforms.link.features import mentioned_ids, named_skills, skill_patterns
 
 # Everything a pair's score and type can depend on. An edit to any of these rescoring the
 # memory; `readers` and `metadata` do not affect links and only republish the row.
@@ -45,6 +48,26 @@ def moved_vector_ids(ids: pl.Series, vectors: np.ndarray, previous: pl.DataFrame
         before = rows.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32, copy=False)
         same[comparable.to_numpy()] = np.all(vectors[rows.get_column("_at").to_numpy()] == before, axis=1)
     return set(found.get_column("id").filter(pl.Series(~same)).to_list())
+
+
+def citing_ids(memories: pl.DataFrame, named: Collection[str]) -> set[str]:
+    """Ids of the memories whose text names one of the `named` ids (ids that came or went
+    since the last snapshot): as a token, as features.mentioned_ids finds them, or as a
+    skill, as features.named_skills does. Such a memory starts or stops citing, and whether
+    a memory cites anything decides whether cross_reference applies to every pair of it
+    (DESIGN.md, Scoring): its fingerprint, over its own fields, cannot see that."""
+    named = sorted(set(named))
+    if not named or memories.height == 0:
+        return set()
+    skills = skill_patterns(named)
+    folders = [skill_id.rsplit("/", 1)[-1] for skill_id, _ in skills]
+    # a substring pass (Aho-Corasick, every core) first; the rules themselves on its few hits
+    hits = memories.filter(pl.col("content").str.contains_any(named + folders, ascii_case_insensitive=True))
+    wanted = set(named)
+    return {
+        memory_id for memory_id, content in zip(hits.get_column("id").to_list(), hits.get_column("content").to_list())
+        if set(mentioned_ids(content, wanted)) - {memory_id} or named_skills(content, skills) - {memory_id}
+    }
 
 
 def changed_memory_ids(current: pl.DataFrame, previous: pl.DataFrame) -> tuple[set[str], set[str]]:

@@ -238,9 +238,12 @@ def relinked(
         fingerprints = incremental.memory_fingerprints(memories, texts)
     changed, deleted = incremental.changed_memory_ids(*among((fingerprints, index.fingerprints), redone))
     changed |= set(moved)
+    came = changed - (index.ids if index.ids is not None else set(index.fingerprints.get_column("id").to_list()))
+    # a memory naming an id that came or went starts or stops citing: linked again, as the batch run does
+    changed |= incremental.citing_ids(memories, came | deleted)
     touched = changed | deleted
     ids = current_ids(index.ids, memories, changed, deleted)
-    came_and_went = None if index.ids is None else ({i for i in changed if i not in index.ids}, deleted)
+    came_and_went = None if index.ids is None else (came, deleted)
     features = refreshed_features(index.features, memories, changed, ids, came_and_went)
     ends = index_ends(index)
     if not touched:
