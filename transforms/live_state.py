@@ -363,13 +363,10 @@ def vectors_unlike(memories: pl.DataFrame, vectors: np.ndarray, published: pl.Da
     embeddings) holds for their id: new ones, and those whose text or session changed."""
     if memories.height == 0:
         return np.zeros(0, dtype=np.int64)
-    dim = vectors.shape[1]
-    found = memories.select("id").with_row_index("_at").join(published.select("id", "embedding"), on="id", how="inner")
-    at = found.get_column("_at").to_numpy().astype(np.int64)
-    before = found.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32, copy=False) if found.height else np.zeros((0, dim), np.float32)
-    same = np.zeros(memories.height, dtype=bool)
-    same[at] = np.all(np.abs(vectors[at] - before) <= 1e-6, axis=1)
-    return np.flatnonzero(~same)
+    at, same = incremental.published_alike(memories.get_column("id"), vectors, published, tolerance=1e-6)
+    alike = np.zeros(memories.height, dtype=bool)
+    alike[at[same]] = True
+    return np.flatnonzero(~alike)
 
 
 def advanced(state: WatchState, changed: list[str], settings: Settings, manual_log_path: Path, vectors_for: VectorSource) -> Step:

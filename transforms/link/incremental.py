@@ -30,24 +30,30 @@ def memory_fingerprints(memories: pl.DataFrame, texts: pl.DataFrame) -> pl.DataF
     return pl.DataFrame({"id": joined.get_column("id"), "fingerprint": fingerprints}, schema={"id": pl.String, "fingerprint": pl.String}).sort("id")
 
 
+def published_alike(ids: pl.Series, vectors: np.ndarray, published: pl.DataFrame, tolerance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `ids` of the ids `published` (id, embedding) holds, whether each one's
+    vector, row-aligned with `ids`, is the published one: every component within `tolerance`;
+    a published vector of another length never is)."""
+    found = ids.to_frame("id").with_row_index("_at").join(published.select("id", "embedding"), on="id", how="inner")
+    at = found.get_column("_at").to_numpy().astype(np.int64)
+    dim = vectors.shape[1]
+    comparable = (found.get_column("embedding").list.len() == dim).fill_null(False)
+    same = np.zeros(found.height, dtype=bool)
+    if comparable.any():
+        before = found.get_column("embedding").filter(comparable).list.to_array(dim).to_numpy().astype(np.float32, copy=False)
+        rows = at[comparable.to_numpy()]
+        same[comparable.to_numpy()] = np.all(np.abs(vectors[rows] - before) <= tolerance, axis=1)
+    return at, same
+
+
 def moved_vector_ids(ids: pl.Series, vectors: np.ndarray, previous: pl.DataFrame) -> set[str]:
     """Ids whose vector (row-aligned with `ids`) is not, bit for bit, the one the last snapshot
     published for them (`previous`: id, embedding). The fingerprint covers the text a vector
     is made from, not a vector a store provides, nor the neighbours' vectors a session turn
     mixes in: a store that re-embeds a memory without changing its text moves it all the same.
     Ids the snapshot lacks are new, and the fingerprints name them already."""
-    found = ids.to_frame("id").with_row_index("_at").join(previous.select("id", "embedding"), on="id", how="inner")
-    if found.height == 0:
-        return set()
-    dim = vectors.shape[1]
-    lengths = found.get_column("embedding").list.len()
-    comparable = (lengths == dim).fill_null(False)
-    same = np.zeros(found.height, dtype=bool)
-    if comparable.any():
-        rows = found.filter(comparable)
-        before = rows.get_column("embedding").list.to_array(dim).to_numpy().astype(np.float32, copy=False)
-        same[comparable.to_numpy()] = np.all(vectors[rows.get_column("_at").to_numpy()] == before, axis=1)
-    return set(found.get_column("id").filter(pl.Series(~same)).to_list())
+    at, same = published_alike(ids, vectors, previous)
+    return set(ids.gather(at[~same]).to_list())
 
 
 def citing_ids(memories: pl.DataFrame, named: Collection[str]) -> set[str]:
