@@ -256,9 +256,10 @@ def canonical_memory(fields: dict[str, Any], store: StoreConfig, location: str, 
     if size > max_content_bytes:
         raise ValueError(f"content is {size} bytes, over the limit of {max_content_bytes}")
     namespace = _text_field("namespace", fields.get("namespace")) or store.namespace or "default"
-    if len(partition_value(namespace)) > MAX_PARTITION_VALUE_CHARS:
+    encoded = len(partition_value(namespace))
+    if encoded > MAX_PARTITION_VALUE_CHARS:
         # the snapshot's partition folder is named by it: too long a name fails the publish
-        raise ValueError(f"namespace is {len(partition_value(namespace))} characters once percent-encoded for its partition folder, over {MAX_PARTITION_VALUE_CHARS}")
+        raise ValueError(f"namespace is {encoded} characters once percent-encoded for its partition folder, over {MAX_PARTITION_VALUE_CHARS}")
     return {
         "id": memory_id,
         "tier": tier,
