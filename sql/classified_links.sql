@@ -16,10 +16,21 @@ memories as not materialized (
 kept as (
     select
         s.*,
-        list_filter(
-            list_intersect(a.terms, b.terms),
-            lambda t: list_contains(a.named_terms, t) or list_contains(b.named_terms, t)
-        ) as shared_names,
+        -- the most specific name each side has that the other shares (name_terms: a reason's
+        -- candidates, most specific first, features._reason_order), and the shared words in that order
+        list_filter(a.name_terms, lambda t: list_contains(b.terms, t))[1] as a_shared_name,
+        list_filter(b.name_terms, lambda t: list_contains(a.terms, t))[1] as b_shared_name,
+        list_filter(a.word_terms, lambda t: list_contains(b.terms, t))[1:3] as shared_words,
+        -- whether any contradiction rule can hold (rules.is_conflict): a close enough pair with values
+        -- on both sides, agents or objects on both, opposite words, or a negation. The costly
+        -- evidence below is read only where it can (most pairs have none of these)
+        coalesce(s.semantic >= $contradiction_min_semantic and (
+            len(a.vals) > 0 and len(b.vals) > 0
+            or len(a.exclusive) > 0 and len(b.exclusive) > 0
+            or list_has_any(a.polarity, b.polarity_flip)
+            or len(a.negated_terms) > 0
+            or len(b.negated_terms) > 0
+        ), false) as may_conflict,
         a.tier as a_tier, a.timestamp as a_ts, a.session_id as a_session, a.content as a_content,
         a.terms as a_terms, a.negation as a_negation, a.negated_terms as a_negated, a.stated_terms as a_stated, a.negative_stated as a_negative, a.negation_scope as a_scope,
         a.polarity as a_polarity,
@@ -51,15 +62,15 @@ evidence as (
             else a_id < b_id
         end as a_first,
         coalesce(a_session = b_session, false) as same_session,
-        coalesce(
+        case when may_conflict then coalesce(
             len(list_intersect(a_subject, b_subject))
             / nullif(len(a_subject) + len(b_subject) - len(list_intersect(a_subject, b_subject)), 0),
             0.0
-        ) as subject_overlap,
+        ) end as subject_overlap,
         -- subjects both give a value for whose value sets are disjoint ("python=3.11" vs "python=3.12"):
         -- a subject with a value on both sides that agrees is no conflict, whatever else either side lists
         -- ("0.962 and 0.991" vs "0.962"); values agree when equal or one refines the other ("16" and "16.4")
-        list_filter(
+        case when may_conflict then list_filter(
             list_intersect(
                 list_transform(a_vals, lambda v: split_part(v, '=', 1)),
                 list_transform(b_vals, lambda w: split_part(w, '=', 1))
@@ -73,19 +84,19 @@ evidence as (
                     ))) > 0),
                 lambda v: split_part(v, '=', 1)
             ), k)
-        ) as conflict_subjects,
-        list_has_any(a_polarity, b_polarity_flip) as antonym_conflict,
+        ) end as conflict_subjects,
+        case when may_conflict then list_has_any(a_polarity, b_polarity_flip) end as antonym_conflict,
         -- the subject apart from the opposites themselves (subject_terms folds "sitting" and "standing"
         -- onto one group, which would count the conflict as shared subject)
-        list_transform(list_intersect(a_polarity, b_polarity_flip), lambda m: regexp_replace(m, '[+-]$', '')) as opposite_groups,
-        coalesce(
+        case when may_conflict then list_transform(list_intersect(a_polarity, b_polarity_flip), lambda m: regexp_replace(m, '[+-]$', '')) end as opposite_groups,
+        case when may_conflict then coalesce(
             len(list_filter(list_intersect(a_subject, b_subject), lambda w: not list_contains(opposite_groups, w)))
             / nullif(len(list_filter(list_distinct(list_concat(a_subject, b_subject)), lambda w: not list_contains(opposite_groups, w))), 0),
             0.0
-        ) as subject_overlap_apart_from_opposites,
+        ) end as subject_overlap_apart_from_opposites,
         -- a different agent or object in the same event ("a man" / "a woman", "a dog" / "a cat"):
         -- a group both name whose members do not meet (a side naming both meets either)
-        list_filter(
+        case when may_conflict then list_filter(
             list_intersect(
                 list_transform(a_exclusive, lambda v: split_part(v, '=', 1)),
                 list_transform(b_exclusive, lambda w: split_part(w, '=', 1))
@@ -94,7 +105,7 @@ evidence as (
                 list_filter(a_exclusive, lambda v: split_part(v, '=', 1) = g),
                 list_filter(b_exclusive, lambda w: split_part(w, '=', 1) = g)
             )
-        ) as exclusive_groups,
+        ) end as exclusive_groups,
         -- a phrase one side negates ("no longer prefers tabs": "prefer tab") that the other states, every
         -- word of it, outside any negation; two sides whose negations share a word negate the same thing;
         -- a negation the other side answers with a negative state word outside the phrase is a double
@@ -103,21 +114,21 @@ evidence as (
         -- electric bicycle") does not deny the less specific one ("a man riding a bicycle"); and the
         -- negating side's own subject (its words outside the negation) is, for the most part, the
         -- other's: "the squirrel is not running in circles" does not deny "an animal is running in circles"
-        not list_has_any(a_scope, b_scope) as negations_apart,
+        case when may_conflict then not list_has_any(a_scope, b_scope) end as negations_apart,
         -- words of each side's negation scope, and of what it states, that the other side does not state
-        len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) as a_scope_unstated,
-        len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) as b_scope_unstated,
-        len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) as a_stated_unstated,
-        len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) as b_stated_unstated,
-        negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
+        case when may_conflict then len(list_filter(a_scope, lambda w: not list_contains(b_stated, w) and not list_contains($negation_ignored, w))) end as a_scope_unstated,
+        case when may_conflict then len(list_filter(b_scope, lambda w: not list_contains(a_stated, w) and not list_contains($negation_ignored, w))) end as b_scope_unstated,
+        case when may_conflict then len(list_filter(a_stated, lambda w: not list_contains(b_stated, w))) end as a_stated_unstated,
+        case when may_conflict then len(list_filter(b_stated, lambda w: not list_contains(a_stated, w))) end as b_stated_unstated,
+        case when may_conflict then negations_apart and len(list_filter(a_negated, lambda p: list_has_all(b_stated, string_split(p, ' '))
             and len(list_filter(b_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             and a_scope_unstated = 0
-            and (len(a_stated) = 0 or a_stated_unstated < len(a_stated) * (1 - $contradiction_min_overlap))
+            and (len(a_stated) = 0 or a_stated_unstated < len(a_stated) * (1 - $contradiction_min_overlap)) end
             as a_negates_b,
-        negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
+        case when may_conflict then negations_apart and len(list_filter(b_negated, lambda p: list_has_all(a_stated, string_split(p, ' '))
             and len(list_filter(a_negative, lambda w: not list_contains(string_split(p, ' '), w))) = 0)) > 0
             and b_scope_unstated = 0
-            and (len(b_stated) = 0 or b_stated_unstated < len(b_stated) * (1 - $contradiction_min_overlap))
+            and (len(b_stated) = 0 or b_stated_unstated < len(b_stated) * (1 - $contradiction_min_overlap)) end
             as b_negates_a,
         -- one word of the denied claim said in other words ("no chef preparing a meal" / "a chef is
         -- preparing some food"): a word of a negated phrase and every other word the negation covers
@@ -126,15 +137,15 @@ evidence as (
         -- person states, features._content_words), the whole subject the other's (one word changed, no
         -- more), and the two texts close enough in meaning that the swap is a paraphrase, not another
         -- thing ("no man playing a guitar" / "a man playing a piano" are both true)
-        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negative) = 0
+        case when may_conflict then negations_apart and cosine >= $negation_paraphrase_min_cosine and len(b_negative) = 0
             and len(list_filter(a_negated, lambda p: list_has_any(b_stated, string_split(p, ' ')))) > 0
             and a_scope_unstated = 1 and a_stated_unstated = 0
-            and len(list_filter(b_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(a_scope, w) and not list_contains(a_stated, w))) > 0
+            and len(list_filter(b_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(a_scope, w) and not list_contains(a_stated, w))) > 0 end
             as a_negates_b_reworded,
-        negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negative) = 0
+        case when may_conflict then negations_apart and cosine >= $negation_paraphrase_min_cosine and len(a_negative) = 0
             and len(list_filter(b_negated, lambda p: list_has_any(a_stated, string_split(p, ' ')))) > 0
             and b_scope_unstated = 1 and b_stated_unstated = 0
-            and len(list_filter(a_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(b_scope, w) and not list_contains(b_stated, w))) > 0
+            and len(list_filter(a_stated, lambda w: w <> 'person' and not contains(w, '=') and not list_contains(b_scope, w) and not list_contains(b_stated, w))) > 0 end
             as b_negates_a_reworded,
         case
             -- an episode that cites the fact gives evidence for it (supports); without two dates every
@@ -155,7 +166,7 @@ not_contradictions as (
     -- another, is a change of state (the reason says what changed, earlier -> later)
     select
         * replace (a_negates_b or a_negates_b_reworded as a_negates_b, b_negates_a or b_negates_a_reworded as b_negates_a),
-        coalesce(a_copy = b_copy, false) as same_text,
+        case when may_conflict then coalesce(a_copy = b_copy, false) end as same_text,
         a_tier = 'episodic' and b_tier = 'episodic' and coalesce(a_ts <> b_ts, false) as dated_apart,
         coalesce(a_ended, false) <> coalesce(b_ended, false) as ended_apart,
         case
@@ -174,15 +185,16 @@ rules as (
         len(exclusive_groups) > 0 and coalesce(a_ts = b_ts, false) as exclusive_conflict,
         list_filter(a_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as a_own_values,
         list_filter(b_vals, lambda v: list_contains(conflict_subjects, split_part(v, '=', 1))) as b_own_values,
-        semantic >= $contradiction_min_semantic
+        -- may_conflict first: the evidence it guards is null where it is false
+        may_conflict and semantic >= $contradiction_min_semantic
             and (
                 subject_overlap >= $contradiction_min_overlap and (value_conflict or exclusive_conflict)
                 or antonym_conflict and subject_overlap_apart_from_opposites >= $contradiction_min_overlap
                 or subject_overlap >= $contradiction_min_overlap * 0.5 and (a_negates_b or b_negates_a)
             )
             and not same_text as is_conflict,
-        coalesce(a_strictly_earlier and b_cue is not null and list_has_any(b_cause, a_terms), false) as a_causes_b,
-        coalesce(not a_strictly_earlier and a_cue is not null and list_has_any(a_cause, b_terms), false) as b_causes_a,
+        case when b_cue is not null then coalesce(a_strictly_earlier and list_has_any(b_cause, a_terms), false) else false end as a_causes_b,
+        case when a_cue is not null then coalesce(not a_strictly_earlier and list_has_any(a_cause, b_terms), false) else false end as b_causes_a,
         a_tier = 'episodic' and b_tier = 'episodic' and (
             same_session
             or coalesce(abs(epoch(a_ts) - epoch(b_ts)) <= 3600.0 * $sequence_max_hours, false)
@@ -228,16 +240,16 @@ directed as (
             else a_refers_b or not b_refers_a
         end as a_is_source,
         -- the most specific shared name: the longest, then the first alphabetically; a name is
-        -- evidence only with a letter and three characters ("00", "40.43" from times and figures are not)
-        list_sort(list_transform(
-            list_filter(shared_names, lambda t: length(t) >= 3 and regexp_matches(t, '[^\W\d_]')),
-            lambda t: lpad((999 - length(t))::varchar, 3, '0') || t
-        ))[1][4:] as best_term,
-        -- otherwise the longest shared terms with a letter (up to three), longest first
-        list_transform(list_sort(list_transform(
-            list_filter(list_intersect(a_terms, b_terms), lambda t: length(t) >= 4 and regexp_matches(t, '[^\W\d_]')),
-            lambda t: lpad((999 - length(t))::varchar, 3, '0') || t
-        ))[1:3], lambda t: t[4:]) as shared_words
+        -- evidence only with a letter and three characters ("00", "40.43" from times and figures are not);
+        -- otherwise (kept.shared_words) the longest shared terms with a letter (up to three), longest first
+        case
+            when a_shared_name is null then b_shared_name
+            when b_shared_name is null then a_shared_name
+            when length(a_shared_name) <> length(b_shared_name) then
+                case when length(a_shared_name) > length(b_shared_name) then a_shared_name else b_shared_name end
+            else least(a_shared_name, b_shared_name)
+        end as best_term,
+        case when a_is_source then a_content else b_content end as source_content
     from typed
 ),
 
@@ -290,11 +302,18 @@ reasoned as (
                 || case when best_term is not null then ' (' || best_term || ')' else '' end end
             when cross_reference > 0 then 'Explicit reference'
             when best_term is not null then
-                'Entity match: ' || coalesce(
-                    nullif(regexp_extract(
-                        case when a_is_source then a_content else b_content end,
-                        '(?i)' || regexp_escape(best_term) || '[\w-]*'
-                    ), ''),
+                'Entity match: ' || coalesce(nullif(
+                    -- the name as the source writes it, with the rest of its word ("deploy" ->
+                    -- "deploy-prod"); where both are ASCII (bytes = characters), found by position:
+                    -- a pattern made per row cost ~40% of classifying
+                    case
+                        when strlen(source_content) = length(source_content) and strlen(best_term) = length(best_term) then
+                            case when instr(lower(source_content), lower(best_term)) > 0 then
+                                substr(source_content, instr(lower(source_content), lower(best_term)), length(best_term))
+                                || regexp_extract(substr(source_content, instr(lower(source_content), lower(best_term)) + length(best_term)), '^[\w-]*')
+                            end
+                        else regexp_extract(source_content, '(?i)' || regexp_escape(best_term) || '[\w-]*')
+                    end, ''),
                     best_term
                 )
             when $w_temporal * coalesce(temporal, 0.0) > $w_semantic * semantic then 'Close in time'

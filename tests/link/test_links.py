@@ -102,6 +102,24 @@ TYPE_CASES = [
         {"tier": "semantic", "content": "Postgres on staging serves search"},
         "references", "a", "Entity match: Postgres", id="references-default",
     ),
+    # the name as the source writes it, with the rest of its word; found by position in ASCII
+    # texts and by a pattern elsewhere (sql/classified_links.sql): both give the same reason
+    pytest.param(
+        {"tier": "semantic", "content": "Search uses Postgres-EU on staging"},
+        {"tier": "semantic", "content": "Installed postgres-eu on staging for search"},
+        "references", "a", "Entity match: Postgres-EU", id="entity-as-the-source-writes-it",
+    ),
+    pytest.param(
+        {"tier": "semantic", "content": "Café serves Kafka_topics on staging"},
+        {"tier": "semantic", "content": "Installed kafka_topics on staging for café"},
+        "references", "a", "Entity match: Kafka_topics", id="entity-in-a-text-beyond-ascii",
+    ),
+    # one name from each side, as long as each other: the first alphabetically
+    pytest.param(
+        {"tier": "semantic", "content": "We moved Redis next to kafka today"},
+        {"tier": "semantic", "content": "We moved redis next to Kafkas today"},
+        "references", "a", "Entity match: kafka", id="entity-of-either-side-alphabetical",
+    ),
     pytest.param(
         {"tier": "semantic", "content": "Billing rounds half up", "refs": []},
         {"tier": "semantic", "content": "As a says, invoices are final"},

@@ -595,4 +595,16 @@ def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids
         # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
         latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
         ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),
+    ).with_columns(name_terms=_reason_order(pl.col("named_terms"), 3), word_terms=_reason_order(pl.col("terms"), 4))
+
+
+def _reason_order(terms: pl.Expr, min_chars: int) -> pl.Expr:
+    """The terms a reason may name (`min_chars` or more, with an ASCII letter: what RE2's
+    [^\\W\\d_] matches) in the order a reason prefers them: longest first, then alphabetical.
+    sql/classified_links then takes a pair's best shared name, or its first shared words, as
+    the first terms of one side's list the other side has: sorting every pair's intersection
+    there cost ~1/3 of classifying."""
+    kept = terms.fill_null(pl.lit([], dtype=pl.List(pl.String))).list.eval(
+        pl.element().filter((pl.element().str.len_chars() >= min_chars) & pl.element().str.contains("[A-Za-z]"))
     )
+    return kept.list.eval(pl.element().sort_by([pl.element().str.len_chars(), pl.element()], descending=[True, False]))
