@@ -15,7 +15,7 @@ import pytest
 import crosstier.transforms.link.candidates as candidates_module
 import crosstier.transforms.link.links as links_module
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_reach, refocused, within_reach
+from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_bars, cap_reach, refocused, within_reach
 from crosstier.transforms.link.links import capped_links, link_memories, scored_links, scored_links_with_count
 from crosstier.transforms.link.terms import with_terms
 
@@ -116,6 +116,48 @@ def test_beyond_reach_follows_its_definition_on_random_links(seed):
     assert any(_beyond_by_definition(links, CapReach(units, refs, 1)))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_cap_bars_are_each_memorys_kth_best_unit_and_a_pair_under_both_is_beyond_reach(seed):
+    """cap_bars on links between row numbers: the survivors are within_reach's; each bar is the
+    K-th best counted unit's score at that memory (NaN for a copy or with fewer than K); and a
+    new pair scoring under the bars at both ends is beyond reach once it is among the links."""
+    rng = np.random.default_rng(seed)
+    n = 14
+    pairs = sorted({tuple(sorted(int(x) for x in rng.choice(n, 2, replace=False))) for _ in range(60)})
+    scores = rng.choice([0.6, 0.65, 0.7, 0.8, 0.9], len(pairs))
+    links = pl.DataFrame({"a_idx": [a for a, _ in pairs], "b_idx": [b for _, b in pairs], "score": scores,
+                          "cross_reference": [1.0 if rng.random() < 0.08 else None for _ in pairs]},
+                         schema={"a_idx": pl.Int64, "b_idx": pl.Int64, "score": pl.Float64, "cross_reference": pl.Float64})
+    groups = {1: 100, 2: 100} if seed % 2 else {}
+    units = pl.DataFrame({"id": list(range(n)), "unit": [groups.get(i, i) for i in range(n)], "copied": [i in groups for i in range(n)]},
+                         schema={"id": pl.Int64, "unit": pl.Int64, "copied": pl.Boolean})
+    refs = pl.DataFrame({"memory": [3, 4], "other": [4, 3]}, schema={"memory": pl.Int64, "other": pl.Int64})
+    ends = ("a_idx", "b_idx")
+    for k in (1, 2, 3):
+        reach = CapReach(units, refs, k)
+        survivors, bars = cap_bars(links, reach, ends, n)
+        assert survivors.equals(within_reach(links, reach, ends))
+        unit = dict(zip(units["id"].to_list(), units["unit"].to_list()))
+        explicit = {(3, 4), (4, 3)} | {(m, unit[o]) for a, b, x in zip(links["a_idx"], links["b_idx"], links["cross_reference"])
+                                       if x for m, o in ((a, b), (b, a))}
+        best: dict[tuple[int, int], float] = {}
+        for a, b, sc, x in links.iter_rows():
+            for m, o in ((a, b), (b, a)):
+                if not x and (m, unit[o]) not in explicit:
+                    best[m, unit[o]] = max(best.get((m, unit[o]), -1.0), sc)
+        for m in range(n):
+            ranked = sorted((v for (mm, _), v in best.items() if mm == m), reverse=True)
+            want = ranked[k - 1] if len(ranked) >= k and m not in groups else None
+            assert (bars[m] if not np.isnan(bars[m]) else None) == want
+        under = [(a, b) for a in range(n) for b in range(a + 1, n) if (a, b) not in pairs and (a, b) not in ((3, 4),)
+                 and not np.isnan(bars[a]) and not np.isnan(bars[b])]
+        assert under or k == 3
+        for a, b in under:
+            score = min(bars[a], bars[b]) - 0.01
+            grown = pl.concat([links, pl.DataFrame({"a_idx": [a], "b_idx": [b], "score": [score], "cross_reference": [None]}, schema=links.schema)])
+            assert beyond_reach(grown, reach, ends)[-1]
+
+
 @pytest.fixture(scope="module")
 def generated():
     memories, embeddings = corpus.generate_corpus(240, seed=5)
@@ -148,8 +190,10 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
     calls = []
     pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=k, progress=lambda *a: calls.append(a))
     assert len(products) == (5 if by_product else 0)
-    # each pair scored once; the product finds the routes' pairs (the bound keeps the same ones)
-    assert pairs == scored_links_with_count(memories, embeddings, scoring)[1]
+    # each pair scored once; the product finds the routes' pairs (the bound keeps the same ones),
+    # less those under the cap's bars at both ends (cap_reach.cap_bars) once blocks were pruned
+    unpruned = scored_links_with_count(memories, embeddings, scoring)[1]
+    assert pairs == unpruned if not by_product else (pairs < unpruned if k == 1 else pairs <= unpruned)
     assert [c[:2] for c in calls] == [(b, 6) for b in range(1, 7)] and calls[-1][2] == pairs
     assert calls[-1][3] >= pruned.height  # qualifying pairs kept; a few become no link when classified
     assert pruned.join(everything, on=KEYS, how="anti").height == 0

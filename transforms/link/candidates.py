@@ -433,6 +433,7 @@ def without_copy_pairs(pairs: pl.DataFrame, copy_keys: pl.Series | None) -> pl.D
 def bounded_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
     cosines: np.ndarray | None = None, term_sets: TermSets | None = None, shared_weights: np.ndarray | None = None,
+    bars: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed),
     each with its `shared_weight` (the summed weight of the terms both ends have).
@@ -449,6 +450,9 @@ def bounded_pairs(
     scoring reads it instead of gathering every pair's two vectors a second time.
     `term_sets`: TermSets.of(memories), when the caller scores many blocks of one frame;
     `shared_weights`: the pairs' own, where an earlier bound computed them.
+    `bars` (per memory row, cap_reach.cap_bars): a pair whose bound stays below the bar at
+    both ends is beyond the cap's reach, so it is left out too (a pair with an explicit
+    reference comes by the references route, which this does not filter).
     """
     w = scoring.weights
     calibration = _calibration(scoring)
@@ -477,7 +481,12 @@ def bounded_pairs(
         near = np.flatnonzero(keep)
         exact = terms.shared_weights(ia[near], ib[near]) if shared_weights is None else shared_weights[rows[near]]
         shared[rows[near]] = exact
-        keep[near] = score(calibration.co_occurrence(exact, weight[ia[near]], weight[ib[near]]), near) >= floor
+        bound = score(calibration.co_occurrence(exact, weight[ia[near]], weight[ib[near]]), near)
+        keep[near] = bound >= floor
+        if bars is not None:
+            # _EPS: numpy's exp and division may differ from DuckDB's in the last bits
+            with np.errstate(invalid="ignore"):
+                keep[near] &= ~((bound + _EPS < bars[ia[near]]) & (bound + _EPS < bars[ib[near]]))
         return keep
 
     if cosines is None:
@@ -661,7 +670,7 @@ _DEFAULT = object()
 def partner_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series,
     copy_keys: pl.Series | None = None, *, torch=_DEFAULT, settled: np.ndarray | None = None,
-    term_sets: TermSets | None = None, with_cosines: bool = False,
+    term_sets: TermSets | None = None, with_cosines: bool = False, bars: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """Pairs with an end in focus that can reach the threshold or carry a reference, for a few
     focus rows, without a route that reads every memory's terms: a superset of
@@ -682,7 +691,7 @@ def partner_pairs(
     A dense namespace's batch run uses it too, block by block (links.scored_links_with_count):
     `settled` as candidate_pairs_with_cosines' (those rows are left out of the product);
     `term_sets` as bounded_pairs'; `with_cosines` returns candidate_pairs_with_cosines'
-    columns (the exact `cosine` and `shared_weight` of each pair)."""
+    columns (the exact `cosine` and `shared_weight` of each pair); `bars` as bounded_pairs'."""
     in_focus = focus.to_numpy()
     rows = np.flatnonzero(in_focus)
     references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
@@ -706,7 +715,8 @@ def partner_pairs(
         once = pl.DataFrame({"a_idx": lo[~twice], "b_idx": hi[~twice], "cosine": cos[~twice]}, schema=schema)
         both = pl.DataFrame({"a_idx": lo[twice], "b_idx": hi[twice], "cosine": cos[twice]}, schema=schema)
         near = pl.concat([once, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
-        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy(), term_sets=term_sets)
+        near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy(),
+                                   term_sets=term_sets, bars=bars)
         if not with_cosines:
             near_pairs = near_pairs.select(list(PAIR_SCHEMA))
     if with_cosines:
@@ -721,7 +731,7 @@ def partner_pairs(
             # float32 of the exact cosine, as the term routes' pairs are, so the pairs scored
             # do not depend on the CPU
             near_pairs = bounded_pairs(memories, embeddings, scoring, near_pairs, cosines=exact.astype(np.float32),
-                                       shared_weights=near_pairs["shared_weight"].to_numpy())
+                                       shared_weights=near_pairs["shared_weight"].to_numpy(), bars=bars)
     # the product's pairs are distinct: only a reference pair may repeat one of them
     pairs = pl.concat([references, near_pairs]).unique(["a_idx", "b_idx"]) if references.height else near_pairs
     return pairs.sort("a_idx", "b_idx")

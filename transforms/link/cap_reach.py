@@ -95,9 +95,15 @@ def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
     Ids and units become integer codes (polars joins), the ranking is numpy sorts over them:
     a prune of the ~8M links a 100k dense namespace holds took 8 GB and ~70 s as polars joins,
     group-bys and top-k lists over both ends of every link."""
+    return _ranked(links, reach, ends)[0]
+
+
+def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tuple[pl.Series, pl.DataFrame, np.ndarray, np.ndarray]:
+    """beyond_reach's flags, and per memory (the `codes`: key, code) the score of its K-th best
+    counted unit (NaN with fewer than K) and whether it is a copy."""
     source, target = ends
     if links.height == 0:
-        return pl.Series("beyond_reach", [], dtype=pl.Boolean)
+        return pl.Series("beyond_reach", [], dtype=pl.Boolean), pl.DataFrame({"key": [], "code": []}), np.zeros(0), np.zeros(0, dtype=bool)
     explicit = pl.col("cross_reference").fill_null(0.0) > 0
     if "origin" in links.columns:
         explicit = explicit | (pl.col("origin") == "manual")
@@ -148,7 +154,27 @@ def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
     bar = np.where(own_best > end_score, kth_next[memory], kth[memory])
     with np.errstate(invalid="ignore"):
         out = counted & ~copied[memory] & (bar > end_score)  # NaN (fewer than K units) never drops
-    return pl.Series("beyond_reach", out[:rows] & out[rows:], dtype=pl.Boolean)
+    return pl.Series("beyond_reach", out[:rows] & out[rows:], dtype=pl.Boolean), codes, kth, copied
+
+
+def cap_bars(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], rows: int) -> tuple[pl.DataFrame, np.ndarray]:
+    """within_reach, and per memory row (a reach `by_row`, memories 0 .. rows-1) the score a
+    link must beat to stay within the cap's reach at that end: its K-th best counted unit's.
+    NaN where no score is known to be enough: fewer than K units, or the memory is a copy.
+
+    A pair whose score cannot reach the bar at either end (a non-copy end, no explicit
+    reference) is beyond reach on these links and on any superset: counts only grow, and a
+    prune never lowers a K-th best (what it drops ranks below it). So a dense namespace's
+    later blocks need not score such pairs (candidates.bounded_pairs' `bars`)."""
+    if links.height == 0:
+        return links, np.full(rows, np.nan)
+    beyond, codes, kth, copied = _ranked(links, reach, ends)
+    bars = np.full(rows, np.nan)
+    kth = np.where(copied, np.nan, kth)
+    keys = codes.get_column("key").to_numpy()
+    inside = (keys >= 0) & (keys < rows)
+    bars[keys[inside]] = kth[codes.get_column("code").to_numpy()[inside]]
+    return links.filter(~beyond), bars
 
 
 def _memory_codes(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> pl.DataFrame:

@@ -421,9 +421,10 @@ _CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
 
 def named_terms(content: str, entities: list[str] | None, terms: list[str]) -> list[str]:
     """The memory's terms that name something: identifiers, names, capitalised words mid-sentence, given entities."""
-    named, _ = entity_terms(content)
+    named = set(entity_terms(content)[0])
     for match in _CAPITALISED.finditer(content):
-        if not re.search(r"[.!?:;]\s*$|^\s*$", content[: match.start()]):
+        before = content[: match.start()].rstrip()  # a sentence's first word is no name
+        if before and before[-1] not in ".!?:;":
             named.add(stem(match.group(0).lower()))
     for entity in entities or ():
         entity = " ".join(entity.split()).lower()

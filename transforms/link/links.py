@@ -27,7 +27,7 @@ from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
     all_pairs, bf16_torch, candidate_pairs_with_cosines, partner_pairs, products_pay, ranked_terms, without_copy_pairs,
 )
-from crosstier.transforms.link.cap_reach import by_row, cap_reach, within_reach
+from crosstier.transforms.link.cap_reach import by_row, cap_bars, cap_reach
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.link.neighbours import exact_pair_cosines
 from crosstier.transforms.link.term_sets import TermSets
@@ -286,6 +286,7 @@ def scored_links_with_count(
     dense = False  # once the first block says products pay (candidates.products_pay), the rest are searched by product
     torch = None  # for those products: bf16 where the CPU multiplies it in hardware (candidates.bf16_torch)
     kept: list[pl.DataFrame] = []
+    bars = None  # per memory, the score a pair must beat to stay within the cap's reach (cap_reach.cap_bars)
     held = pruned = 0  # rows held, and rows the last prune left
     scored = 0
     blocks = -(-len(rows) // _BLOCK_ROWS)
@@ -293,7 +294,8 @@ def scored_links_with_count(
         in_block = pl.Series(block_of == block)
         settled = block_of < block
         if dense:
-            pairs = partner_pairs(frame, vectors, scoring, in_block, keys, torch=torch, settled=settled, term_sets=term_sets, with_cosines=True)
+            pairs = partner_pairs(frame, vectors, scoring, in_block, keys, torch=torch, settled=settled, term_sets=term_sets,
+                                  with_cosines=True, bars=bars)
         else:
             pairs = candidate_pairs_with_cosines(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys, settled=settled, term_sets=term_sets)
             dense = block == 0 and products_pay(vectors, scoring, pairs, np.flatnonzero(block_of == block), settled)
@@ -306,7 +308,8 @@ def scored_links_with_count(
         # on any subset and the last one sees every memory's top k, so the links are the same,
         # and the work stays linear (a prune after every block re-read all the links kept so far)
         if block == blocks - 1 or held > 2 * max(pruned, _BLOCK_ROWS * within_cap):
-            kept = [within_reach(pl.concat(kept), reach, ("a_idx", "b_idx"))]
+            survivors, bars = cap_bars(pl.concat(kept), reach, ("a_idx", "b_idx"), frame.height)
+            kept = [survivors]
             held = pruned = kept[0].height
         if progress is not None:
             progress(block + 1, blocks, scored, held)
