@@ -92,3 +92,18 @@ def test_terms_of_a_memory_do_not_depend_on_the_rest_of_the_corpus():
     alone = with_terms(_frame(["Deploy pgvector on Friday"]))["terms"].to_list()[0]
     crowd = with_terms(_frame(["Deploy pgvector on Friday"] + ["deploy things"] * 50))["terms"].to_list()[0]
     assert alone == crowd
+
+
+def test_entity_terms_are_remembered_for_short_texts_only_and_callers_cannot_change_them():
+    from crosstier.transforms.link import terms as terms_module
+
+    short = "Deployed api-gateway v2.3.1 to staging for Maya"
+    long = short + " and then" * 80  # over _REMEMBERED_CHARS
+    assert len(long) > terms_module._REMEMBERED_CHARS >= len(short)
+    terms_module._remembered_entity_terms.cache_clear()
+    first = memory_terms(short)
+    assert terms_module._remembered_entity_terms.cache_info().currsize == 1
+    assert memory_terms(short) == first  # the remembered set came back whole, not grown by the first call
+    assert isinstance(terms_module.entity_terms(short)[0], frozenset)
+    assert memory_terms(long)[: 3] and terms_module._remembered_entity_terms.cache_info().currsize == 1
+    assert terms_module.entity_terms(long) == terms_module._entity_terms(long)

@@ -131,11 +131,20 @@ def _names(text: str) -> set[str]:
     return out
 
 
-# Remembered per text: a run finds each memory's terms (with_terms), then its classifier evidence
-# (features.named_terms) from the same texts; the second pass cost ~0.1 ms a memory.
-@functools.lru_cache(maxsize=1 << 17)
 def entity_terms(text: str) -> tuple[frozenset[str], str]:
-    """Identifiers and names in the text, lower-cased, and the text left once they are cut out."""
+    """Identifiers and names in the text, lower-cased, and the text left once they are cut out.
+
+    Remembered for short texts: a run finds each memory's terms (with_terms), then its
+    classifier evidence (features.named_terms) from the same texts, and the second pass cost
+    ~0.1 ms a memory. Only texts up to _REMEMBERED_CHARS: the cache holds each text and its
+    rest, so a long document is scanned twice instead of held."""
+    return _remembered_entity_terms(text) if len(text) <= _REMEMBERED_CHARS else _entity_terms(text)
+
+
+_REMEMBERED_CHARS = 512  # with 131,072 entries, ~150 MB at most; ~60 MB for 100k chat-sized texts
+
+
+def _entity_terms(text: str) -> tuple[frozenset[str], str]:
     out = set()
     rest = text
     for pattern in (_URL, _TAG, _PATH, _IDENT, _VERSION):
@@ -146,6 +155,9 @@ def entity_terms(text: str) -> tuple[frozenset[str], str]:
         out.update(match.group(0).lower() for match in pattern.finditer(rest))
     out |= _names(rest)
     return frozenset(term for term in out if term and term not in STOP_WORDS), rest
+
+
+_remembered_entity_terms = functools.lru_cache(maxsize=1 << 17)(_entity_terms)
 
 
 def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
