@@ -140,11 +140,12 @@ _PARTICLE_OPPOSITES = tuple(
 )
 
 
-def polarity_marks(content: str) -> list[str]:
+def polarity_marks(content: str, clauses: list[tuple[re.Match, int]] | None = None) -> list[str]:
     """'group+' / 'group-' for each polar word or particle verb in the text (enable+, enable- for
     disable, "turn on-" for "switched off"); one inside a negation's clause counts with the other
-    sign ("not open" is open-, "does not like" like-)."""
-    spans = [(match.end(), end) for match, end in _negation_clauses(content)]
+    sign ("not open" is open-, "does not like" like-). `clauses`: _negation_clauses(content),
+    where the caller found them."""
+    spans = [(match.end(), end) for match, end in (_negation_clauses(content) if clauses is None else clauses)]
     marks = set()
 
     def mark(group: str, sign: str, at: int) -> None:
@@ -153,13 +154,26 @@ def polarity_marks(content: str) -> list[str]:
         marks.add(group + sign)
 
     for word in _POLAR_WORD.finditer(content):
-        for group, sign in POLARITY.get(stem(word.group(0).lower()), ()):
+        for group, sign in _polar_groups(word.group(0)):
             mark(group, sign, word.start())
+    if not _ANY_PARTICLE_OPPOSITE.search(content):
+        return sorted(marks)  # one scan for the eight patterns below, which most texts never match
     for group, positive, negative in _PARTICLE_OPPOSITES:
         for pattern, sign in ((positive, "+"), (negative, "-")):
             for found in pattern.finditer(content):
                 mark(group, sign, found.start())
     return sorted(marks)
+
+
+_ANY_PARTICLE_OPPOSITE = re.compile("|".join(
+    f"(?:{pattern.pattern})" for _, positive, negative in _PARTICLE_OPPOSITES for pattern in (positive, negative)
+), re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _polar_groups(word: str) -> tuple[tuple[str, str], ...]:
+    """POLARITY's (group, sign) pairs of a word as the text writes it (one lookup per word seen)."""
+    return tuple(POLARITY.get(stem(word.lower()), ()))
 
 
 def _negation_clauses(content: str) -> list[tuple[re.Match, int]]:
@@ -262,7 +276,7 @@ def _hypothetical_clauses(content: str) -> list[tuple[int, int]]:
     return out
 
 
-def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[str]]:
+def negated_terms(content: str, clauses: list[tuple[re.Match, int]] | None = None) -> tuple[str | None, list[str], list[str], list[str]]:
     """Negation evidence: (first cue, negated phrases, stated terms, negation scope terms).
 
     A cue negates the next two content words of its clause, kept together as one phrase
@@ -277,7 +291,7 @@ def negated_terms(content: str) -> tuple[str | None, list[str], list[str], list[
     phrases = set()
     supposed = _hypothetical_clauses(content)
     scoped = []  # (start, end) of each cue and its scope
-    for match, end in _negation_clauses(content):
+    for match, end in _negation_clauses(content) if clauses is None else clauses:
         clause = content[match.end():end]
         scoped.append((match.start(), end))
         words = [w for w in _content_words(clause) if w not in _NEGATION_FILLER][:_NEGATED_PHRASE_WORDS]
@@ -536,9 +550,10 @@ def named_skills(content: str, patterns: list[tuple[str, re.Pattern]]) -> set[st
 
 def _text_features(content: str, ids: set[str]) -> tuple:
     """The evidence that depends on the text alone (one call per distinct content)."""
-    cue, negated, stated, scope = negated_terms(content)
+    clauses = _negation_clauses(content)
+    cue, negated, stated, scope = negated_terms(content, clauses)
     scope = sorted(set(scope) | set(lexical_negation_scope(content)))
-    marks = polarity_marks(content)
+    marks = polarity_marks(content, clauses)
     plain = without_boilerplate(content)
     flip = [m[:-1] + ("-" if m.endswith("+") else "+") for m in marks]
     return (set(mentioned_ids(content, ids)), cue, negated, stated, scope, marks, flip,
