@@ -21,13 +21,14 @@ kept as (
         list_filter(a.name_terms, lambda t: list_contains(b.terms, t))[1] as a_shared_name,
         list_filter(b.name_terms, lambda t: list_contains(a.terms, t))[1] as b_shared_name,
         list_filter(a.word_terms, lambda t: list_contains(b.terms, t))[1:3] as shared_words,
+        list_has_any(a.polarity, b.polarity_flip) as antonym_conflict,
         -- whether any contradiction rule can hold (rules.is_conflict): a close enough pair with values
         -- on both sides, agents or objects on both, opposite words, or a negation. The costly
         -- evidence below is read only where it can (most pairs have none of these)
         coalesce(s.semantic >= $contradiction_min_semantic and (
             len(a.vals) > 0 and len(b.vals) > 0
             or len(a.exclusive) > 0 and len(b.exclusive) > 0
-            or list_has_any(a.polarity, b.polarity_flip)
+            or antonym_conflict
             or len(a.negated_terms) > 0
             or len(b.negated_terms) > 0
         ), false) as may_conflict,
@@ -85,7 +86,6 @@ evidence as (
                 lambda v: split_part(v, '=', 1)
             ), k)
         ) end as conflict_subjects,
-        case when may_conflict then list_has_any(a_polarity, b_polarity_flip) end as antonym_conflict,
         -- the subject apart from the opposites themselves (subject_terms folds "sitting" and "standing"
         -- onto one group, which would count the conflict as shared subject)
         case when may_conflict then list_transform(list_intersect(a_polarity, b_polarity_flip), lambda m: regexp_replace(m, '[+-]$', '')) end as opposite_groups,
@@ -249,7 +249,11 @@ directed as (
                 case when length(a_shared_name) > length(b_shared_name) then a_shared_name else b_shared_name end
             else least(a_shared_name, b_shared_name)
         end as best_term,
-        case when a_is_source then a_content else b_content end as source_content
+        case when a_is_source then a_content else b_content end as source_content,
+        -- where the name first stands in the source's text, found by position where both are ASCII
+        -- (bytes = characters; 0: not there), null where a pattern must find it (reasoned)
+        case when strlen(source_content) = length(source_content) and strlen(best_term) = length(best_term)
+            then instr(lower(source_content), lower(best_term)) end as ascii_name_at
     from typed
 ),
 
@@ -304,15 +308,13 @@ reasoned as (
             when best_term is not null then
                 'Entity match: ' || coalesce(nullif(
                     -- the name as the source writes it, with the rest of its word ("deploy" ->
-                    -- "deploy-prod"); where both are ASCII (bytes = characters), found by position:
-                    -- a pattern made per row cost ~40% of classifying
+                    -- "deploy-prod"); by position where directed found it (a pattern made per row
+                    -- cost ~40% of classifying)
                     case
-                        when strlen(source_content) = length(source_content) and strlen(best_term) = length(best_term) then
-                            case when instr(lower(source_content), lower(best_term)) > 0 then
-                                substr(source_content, instr(lower(source_content), lower(best_term)), length(best_term))
-                                || regexp_extract(substr(source_content, instr(lower(source_content), lower(best_term)) + length(best_term)), '^[\w-]*')
-                            end
-                        else regexp_extract(source_content, '(?i)' || regexp_escape(best_term) || '[\w-]*')
+                        when ascii_name_at is null then regexp_extract(source_content, '(?i)' || regexp_escape(best_term) || '[\w-]*')
+                        when ascii_name_at > 0 then
+                            substr(source_content, ascii_name_at, length(best_term))
+                            || regexp_extract(substr(source_content, ascii_name_at + length(best_term)), '^[\w-]*')
                     end, ''),
                     best_term
                 )

@@ -170,10 +170,7 @@ def cap_bars(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], rows: 
         return links, np.full(rows, np.nan)
     beyond, codes, kth, copied = _ranked(links, reach, ends)
     bars = np.full(rows, np.nan)
-    kth = np.where(copied, np.nan, kth)
-    keys = codes.get_column("key").to_numpy()
-    inside = (keys >= 0) & (keys < rows)
-    bars[keys[inside]] = kth[codes.get_column("code").to_numpy()[inside]]
+    bars[codes.get_column("key").to_numpy()] = np.where(copied, np.nan, kth)[codes.get_column("code").to_numpy()]
     return links.filter(~beyond), bars
 
 
