@@ -16,7 +16,8 @@ thing (recurring across ~3 sessions) and two common words. Vectors (provided in 
 members of a topic sit at cosine ~0.5 and turns of a session ~0.7; a fact at ~0.9 to its turn.
 
 Peak RSS is each process's high-water mark (/proc VmHWM, polled): the flow process (the
-`ctc` command) and each process under it (Dask workers, Prefect's API server).
+`ctc` command) and each process under it (Dask workers, Prefect's API server); the flow's
+high-water mark at the end of each stage (from its report) shows which stage raised it.
 --check-recall then runs the cosine range search of candidate search (transforms/link/neighbours.py)
 both ways on the corpus's vectors, at the similarity floors of the run's scoring (0.75 when
 the scoring searches nothing on similarity alone), and prints the share of the exact search's
@@ -240,6 +241,10 @@ def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) ->
         stages, _, total = body.rpartition(" (total ")
         summary["stage_seconds"] = {k: float(v) for k, v in (part.rsplit(" ", 1) for part in stages.split(", "))}
         summary["seconds"] = float(total.rstrip(")"))
+    peaks_printed = [line for line in (work / log_name).read_text().splitlines() if line.startswith("peak memory MiB after each stage: ")]
+    if peaks_printed:
+        body = peaks_printed[-1].removeprefix("peak memory MiB after each stage: ")
+        summary["stage_peak_mib"] = {k: float(v) for k, v in (part.rsplit(" ", 1) for part in body.split(", "))}
     peaks: dict[str, list[float]] = {}
     for pid, (cmd, mib) in sorted(memory.peaks.items()):
         peaks.setdefault(role(pid, process.pid, cmd), []).append(mib)
@@ -299,6 +304,8 @@ def whole_run(work: Path, task_runner: str, env: dict[str, str]) -> dict:
     print(f"run: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
           f"{summary['pairs_scored']} pairs scored, {summary['relationships']} links")
     print("  stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in stages.items()))
+    if summary.get("stage_peak_mib"):
+        print("  flow peak RSS after each stage (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in summary["stage_peak_mib"].items()))
     print("  peak RSS (MiB): " + ", ".join(f"{k} {', '.join(f'{v:.0f}' for v in vs)}" for k, vs in run["peaks"].items()))
     print(f"  load average before {' '.join(load_before)}, after {' '.join(load_after)} (2 shared cores: timings are noisy)", flush=True)
     result = {
@@ -309,6 +316,7 @@ def whole_run(work: Path, task_runner: str, env: dict[str, str]) -> dict:
     for i, mib in enumerate(run["peaks"].get("worker", [])):
         result[f"worker{i}_peak_rss_mib"] = round(mib, 0)
     result.update({f"{k}_s": round(v, 2) for k, v in stages.items()})
+    result.update({f"{k}_peak_mib": round(v) for k, v in summary.get("stage_peak_mib", {}).items()})
     result["flow_total_s"] = round(summary.get("seconds", 0.0), 2)  # the flow's own time; wall adds Prefect's start
     result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
     return result

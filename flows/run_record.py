@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import resource
+import sys
 import time
 import uuid
 from collections import Counter
@@ -30,6 +32,14 @@ from crosstier.transforms.link.calibration import load_calibration
 from crosstier.transforms.publish import run_report
 from crosstier.transforms.publish import snapshot as publish
 from crosstier.transforms.schema import TIERS
+
+
+def peak_rss_mib() -> float:
+    """The flow process's peak resident memory so far, MiB (its high-water mark: read at the
+    end of each stage, it shows which stage raised the run's peak). Threads of the local task
+    runner count here; Dask workers are processes of their own and do not."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
 
 
 def new_run_id() -> str:
@@ -80,6 +90,7 @@ class RunRecord:
     previous: dict[str, pl.DataFrame] | None
     summary: dict[str, Any]
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    stage_peak_mib: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def start(cls, settings: Settings, full: bool) -> RunRecord:
@@ -111,6 +122,7 @@ class RunRecord:
             yield
         finally:
             self.stage_seconds[name] = self.stage_seconds.get(name, 0.0) + time.perf_counter() - start
+            self.stage_peak_mib[name] = peak_rss_mib()
 
     @contextmanager
     def recorded(self) -> Iterator[None]:
@@ -151,7 +163,8 @@ class RunRecord:
     def runs_table(self) -> pl.DataFrame:
         """Every run so far plus this one, as the snapshot's `runs` table."""
         finished = datetime.now(timezone.utc)
-        self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds))
+        self.summary.update(finished_at=finished.isoformat(), seconds=(finished - self.started).total_seconds(), stage_seconds=dict(self.stage_seconds),
+                            stage_peak_mib=dict(self.stage_peak_mib))
         return run_report.runs_table([*publish.run_log(self.catalog), self.summary])
 
     def finished(self, database: Path, dashboard_built: tuple[str | None, str | None], relationships: pl.DataFrame, memories: pl.DataFrame, tier_distribution: pl.DataFrame) -> dict[str, Any]:
@@ -161,6 +174,7 @@ class RunRecord:
         if missing:
             self.summary.setdefault("warnings", []).append(missing)
         self.summary["stage_seconds"] = dict(self.stage_seconds)
+        self.summary["stage_peak_mib"] = dict(self.stage_peak_mib)
         self.summary["outputs"] = {"database": str(database), "parquet": str(self.catalog.parquet_dir), "dashboard": dashboard}
         report = run_report.run_report_markdown(self.summary, relationships, memories, tier_distribution, dashboard_path=dashboard)
         self.catalog.reports_dir.mkdir(parents=True, exist_ok=True)

@@ -184,6 +184,13 @@ def test_ctc_run_prints_summary_and_paths(tmp_path, shared_embedding_cache):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "memories: episodic 16, semantic 6, procedural 0 (total 22)" in done.stdout
     assert f"database: {tmp_path / 'wh' / 'correlations.duckdb'}" in done.stdout
+    # the flow's memory high-water mark after each stage: every stage timed, never falling
+    seconds = next(line for line in done.stdout.splitlines() if line.startswith("seconds: "))
+    peaks_line = next(line for line in done.stdout.splitlines() if line.startswith("peak memory MiB after each stage: "))
+    peaks = [part.rsplit(" ", 1) for part in peaks_line.removeprefix("peak memory MiB after each stage: ").split(", ")]
+    assert [stage for stage, _ in peaks] == [part.rsplit(" ", 1)[0] for part in seconds.removeprefix("seconds: ").rpartition(" (total ")[0].split(", ")]
+    mib = [float(value) for _, value in peaks]
+    assert mib == sorted(mib) and 50 < mib[0] < 64 * 1024, mib
     bad = tmp_path / "bad.toml"
     bad.write_text('[[stores]]\nname = "x"\nkind = "csv"\npath = "x.csv"\n')
     failed = subprocess.run([sys.executable, "-m", "crosstier.cli", "run", "--config", str(bad)], capture_output=True, text=True, env=env)

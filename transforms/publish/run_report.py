@@ -30,6 +30,7 @@ RUNS_SCHEMA = pl.Schema(
         "calibration": pl.String,
         "settings_fingerprint": pl.String,
         "stage_seconds": pl.String,
+        "stage_peak_mib": pl.String,
         "links_by_type": pl.String,
         "memories_by_tier": pl.String,
         "error": pl.String,
@@ -72,6 +73,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         "links: " + (", ".join(f"{k} {v}" for k, v in sorted(links.items())) or "none") + f" (total {summary.get('relationships', 0)})",
         "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()) + f" (total {summary.get('seconds', 0):.2f})",
     ]
+    if summary.get("stage_peak_mib"):
+        lines.append("peak memory MiB after each stage: " + ", ".join(f"{k} {v:.0f}" for k, v in summary["stage_peak_mib"].items()))
     lines += [f"warning: {warning}" for warning in summary.get("warnings", [])]
     return lines
 
