@@ -205,7 +205,8 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:
         scored, pairs = scored_by_namespace(memories, vectors, scoring, None, work)
-        return Linked(scored.sort("source_id", "target_id", "relationship_type"), links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
+        scored = scored.sort("source_id", "target_id", "relationship_type")  # the unsorted frame is let go before the cap
+        return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
     came = changed - set(previous["fingerprints"].get_column("id").to_list())

@@ -109,10 +109,18 @@ def test_beyond_reach_follows_its_definition_on_random_links(seed):
     units = pl.DataFrame({"id": ids[:12], "unit": [groups.get(i, i) for i in ids[:12]],  # m12, m13 unlisted: units of their own
                           "copied": [i in groups and seed % 3 == 1 for i in ids[:12]]})
     refs = pl.DataFrame({"memory": ["m3", "m7"], "other": ["m4", "m8"]}) if seed % 3 == 2 else NO_REFS
+    # the same links between row numbers, as a run's blocks prune them (ids are their own codes there)
+    number = {i: int(i[1:]) for i in ids}
+    unit_number = {u: 100 + n for n, u in enumerate(sorted(set(groups.values())))} | number
+    rows = links.select(pl.col("source_id").replace_strict(number).alias("a_idx"), pl.col("target_id").replace_strict(number).alias("b_idx"),
+                        "score", "cross_reference")
+    row_units = units.select(pl.col("id").replace_strict(number), pl.col("unit").replace_strict(unit_number), "copied")
+    row_refs = refs.select(pl.col("memory").replace_strict(number, return_dtype=pl.Int64), pl.col("other").replace_strict(number, return_dtype=pl.Int64))
     for k in (1, 2, 3):
         reach = CapReach(units, refs, k)
         want = _beyond_by_definition(links, reach)
         assert beyond_reach(links, reach).to_list() == want
+        assert beyond_reach(rows, CapReach(row_units, row_refs, k), ("a_idx", "b_idx")).to_list() == want
     assert any(_beyond_by_definition(links, CapReach(units, refs, 1)))
 
 

@@ -109,40 +109,57 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
         explicit = explicit | (pl.col("origin") == "manual")
     codes = _memory_codes(links, reach, ends)
     n = codes.height
-    a = _coded(links.get_column(source), codes)
-    b = _coded(links.get_column(target), codes)
     unit_of, copied = _units_by_code(reach, codes)
+    units = int(unit_of.max()) + 1
     score = links.get_column("score").cast(pl.Float64).to_numpy()
     is_explicit = links.select(explicit.fill_null(False)).to_series().to_numpy()
-    rows = len(a)
-    memory = np.concatenate([a, b])  # one end row per end of each link: the end and the other's unit
-    other_unit = unit_of[np.concatenate([b, a])]
+    rows = len(score)
+    # one end row per end of each link: the end, and the other end's unit. The arrays of a
+    # prune of ~8M links are 16M long, so each is dropped as soon as it is used: a prune of the
+    # 100k dense namespace raised the peak by ~3 GB when all of them were alive at once.
+    a, b = _coded(links.get_column(source), codes), _coded(links.get_column(target), codes)
+    memory = np.concatenate([a, b]).astype(np.int32 if n < 2**31 else np.int64)
+    key = memory.astype(np.int64) * units + unit_of[np.concatenate([b, a])]
+    del a, b
     end_score = np.concatenate([score, score])
-    units = int(unit_of.max()) + 1
-    key = memory * units + other_unit
+    del score
     # (memory, unit) pairs where the unit has an explicit reference to the memory: outside the cap
     refs = reach.references
     ref_memory, ref_other = _coded(refs.get_column("memory"), codes), _coded(refs.get_column("other"), codes)
     explicit_end = np.concatenate([is_explicit, is_explicit])
     explicit_keys = np.unique(np.concatenate([ref_memory * units + unit_of[ref_other], key[explicit_end]]))
     counted = ~explicit_end & ~_within(key, explicit_keys)
+    del explicit_end
     # the best counted link of each (memory, unit), then each memory's k-th and (k+1)-th best
     # unit; plain argsorts of one integer key each (a two-key lexsort was ~8x slower)
-    counted_keys, counted_scores = key[counted], end_score[counted]
+    counted_at = np.flatnonzero(counted)
+    counted_keys = key[counted_at]
+    del key
     order = np.argsort(counted_keys)
     sorted_keys = counted_keys[order]
+    del counted_keys
     starts, lengths = _runs(sorted_keys)
     best_keys = sorted_keys[starts]
-    best = np.maximum.reduceat(counted_scores[order], starts) if len(order) else np.zeros(0)
-    own_best = np.full(len(key), -np.inf)
-    own_best[np.flatnonzero(counted)[order]] = np.repeat(best, lengths)
+    del sorted_keys
+    sorted_scores = end_score[counted_at[order]]
+    best = np.maximum.reduceat(sorted_scores, starts) if len(order) else np.zeros(0)
+    del sorted_scores
+    # the link's own unit counts among the higher ones when its best beats this link; only a
+    # unit with more than one link to the memory (copies) can have a best above a link of its own
+    shared = np.repeat(lengths > 1, lengths)
+    beaten = counted_at[order[shared]]
+    beaten = beaten[np.repeat(best[lengths > 1], lengths[lengths > 1]) > end_score[beaten]]
+    del order, shared, counted_at
     best_memory = best_keys // units
+    del best_keys
     # best_keys are sorted, so are their memories: rank each best within its memory, highest first
     # (ties take any order among themselves: only the value at a rank is read)
     descending = np.empty(len(best), dtype=np.int64)
     descending[np.argsort(-best)] = np.arange(len(best))
     by_memory = np.argsort(best_memory * max(1, len(best)) + descending)
+    del descending
     ranked_memory, ranked_best = best_memory[by_memory], best[by_memory]
+    del by_memory, best_memory, best
     firsts, counts = _runs(ranked_memory)
     rank = np.arange(len(ranked_memory)) - np.repeat(firsts, counts)
     k = reach.max_links
@@ -150,8 +167,10 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     kth_next = np.full(n, np.nan)
     kth[ranked_memory[rank == k - 1]] = ranked_best[rank == k - 1]
     kth_next[ranked_memory[rank == k]] = ranked_best[rank == k]
-    # the link's own unit counts among the higher ones when its best beats this link: then K others need the (K+1)-th
-    bar = np.where(own_best > end_score, kth_next[memory], kth[memory])
+    del ranked_memory, ranked_best, rank
+    # beaten by its own unit: K others need the (K+1)-th
+    bar = kth[memory]
+    bar[beaten] = kth_next[memory[beaten]]
     with np.errstate(invalid="ignore"):
         out = counted & ~copied[memory] & (bar > end_score)  # NaN (fewer than K units) never drops
     return pl.Series("beyond_reach", out[:rows] & out[rows:], dtype=pl.Boolean), codes, kth, copied
@@ -178,12 +197,22 @@ def _memory_codes(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -
     """(key, code): an integer code 0 .. n-1 for every memory id the links, units and references name."""
     names = [links.get_column(end) for end in ends] + [reach.units.get_column("id"), reach.references.get_column("memory"), reach.references.get_column("other")]
     kind = names[0].dtype
+    if kind.is_integer() and all(name.dtype.is_integer() for name in names):
+        # row numbers (a reach by_row): each is its own code, so the millions of link ends are
+        # not hashed into codes and joined back (~2 s of a 100k dense namespace's prune)
+        present = [name for name in names if name.len()]
+        low, high = min(int(name.min()) for name in present), max(int(name.max()) for name in present)
+        if low >= 0 and high < 2 * sum(name.len() for name in names) + 1024:
+            return pl.DataFrame({"key": np.arange(high + 1), "code": np.arange(high + 1)}, schema={"key": kind, "code": pl.Int64})
     keys = pl.concat([name.cast(kind) for name in names]).unique()
     return pl.DataFrame({"key": keys}).with_row_index("code").with_columns(pl.col("code").cast(pl.Int64))
 
 
 def _coded(ids: pl.Series, codes: pl.DataFrame) -> np.ndarray:
     """The codes of these ids, in their order."""
+    key = codes.get_column("key")
+    if ids.dtype.is_integer() and key.dtype.is_integer() and (key.cast(pl.Int64) == codes.get_column("code")).all():
+        return ids.cast(pl.Int64).to_numpy()  # codes of row numbers are the numbers themselves
     frame = pl.DataFrame({"key": ids.cast(codes.schema["key"])})
     return frame.join(codes, on="key", how="left", maintain_order="left").get_column("code").to_numpy()
 
