@@ -30,6 +30,7 @@ from crosstier.transforms.link import cap_reach, copies, incremental, links
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
+from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 from crosstier.transforms.stores.extract import Extracted, ExtractError, combined_extracts, extract_store, with_vector_length
 
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
@@ -99,11 +100,12 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
         if blocks > 1:
             logger.info("namespace %s: block %d/%d scored, %d pairs so far, %d links held (pruned to the cap's reach as they double)", namespace, block, blocks, pairs, kept)
 
-    scored, pairs = links.scored_links_with_count(
+    parts, pairs = links.scored_link_parts(
         memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
     )
-    logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, scored.height)
-    return partitions.write_frame(scored, folder / "links.parquet"), pairs
+    path, written = partitions.write_frames(parts, folder / "links.parquet", RELATIONSHIP_SCHEMA)  # a part at a time
+    logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, written)
+    return path, pairs
 
 
 @task(name="publish", cache_policy=NO_CACHE)

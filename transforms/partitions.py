@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from crosstier.transforms.stores.extract import StoreExtract
 
@@ -34,6 +36,20 @@ def write_frame(frame: pl.DataFrame, path: Path) -> Path:
     frame.write_parquet(tmp, compression="lz4", statistics=False)
     os.replace(tmp, path)
     return path
+
+
+def write_frames(frames: Iterable[pl.DataFrame], path: Path, schema: pl.Schema) -> tuple[Path, int]:
+    """Frames of one schema as one Parquet partition at path (atomically), each written as it
+    comes, so a producer of parts holds one at a time; returns the path and the rows written.
+    (Holding a dense namespace's classified parts until one concat cost ~3.7x their size.)"""
+    tmp = _temporary(path)
+    rows = 0
+    with pq.ParquetWriter(tmp, pl.DataFrame(schema=schema).to_arrow().schema, compression="lz4", write_statistics=False) as writer:
+        for frame in frames:
+            writer.write_table(frame.select(schema.names()).to_arrow())
+            rows += frame.height
+    os.replace(tmp, path)
+    return path, rows
 
 
 def read_frame(path: Path) -> pl.DataFrame:

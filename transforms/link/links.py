@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Set
 from pathlib import Path
 
 import duckdb
@@ -270,12 +270,31 @@ def scored_links_with_count(
     (transforms/link/cap_reach.py), so memory stays bounded where thousands of pairs per
     memory qualify; the result then holds every link a cap over it or over all links keeps.
     `progress(block, blocks, pairs scored so far, links kept so far)` is called after each block."""
+    parts, scored = scored_link_parts(memories, embeddings, scoring, focus_ids=focus_ids, within_cap=within_cap, progress=progress)
+    frames = list(parts)
+    return (pl.concat(frames).sort("source_id", "target_id") if frames else empty_scored_links()), scored
+
+
+def scored_link_parts(
+    memories: pl.DataFrame,
+    embeddings: np.ndarray,
+    scoring: ScoringConfig,
+    *,
+    focus_ids: Collection[str] | None = None,
+    within_cap: int | None = None,
+    progress: Callable[[int, int, int, int], None] | None = None,
+) -> tuple[Iterator[pl.DataFrame], int]:
+    """scored_links_with_count's links in parts (each sorted by its ends; together the same
+    rows), and the pairs scored. The pairs are scored and pruned first; the links are then
+    classified a part at a time as the parts are taken, so a caller that writes each one out
+    (the score task) never holds them all: held until one concat, a dense namespace's parts
+    cost ~3.7x their size in memory."""
     frame, vectors = _prepared(memories, embeddings)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
     keys = copies.copy_key_column(frame)  # pairs of two copies of one text are folded away: not scored
     if within_cap is None:
         pairs = candidate_pairs_with_cosines(frame, vectors, scoring, focus, copy_keys=keys)
-        return classified_pairs(frame, vectors, pairs, scoring), pairs.height
+        return iter([classified_pairs(frame, vectors, pairs, scoring)]), pairs.height
     reach = by_row(cap_reach(frame, within_cap, groups=copies.copy_groups(frame, keys)), frame)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
     # each pair is scored in the block of its first focus end (a non-focus end never leads a block)
@@ -314,12 +333,13 @@ def scored_links_with_count(
         if progress is not None:
             progress(block + 1, blocks, scored, held)
     if not kept:
-        return empty_scored_links(), scored
+        return iter([]), scored
     survivors = kept[0].select("a_idx", "b_idx", "cosine").sort("a_idx", "b_idx")
+    del kept
     # classified a slice at a time: the classifier joins each pair to both ends' texts and evidence
-    parts = [classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
-             for start in range(0, survivors.height, _CLASSIFY_ROWS)]
-    return (pl.concat(parts).sort("source_id", "target_id") if parts else empty_scored_links()), scored
+    parts = (classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
+             for start in range(0, survivors.height, _CLASSIFY_ROWS))
+    return parts, scored
 
 
 def empty_scored_links() -> pl.DataFrame:
