@@ -5,6 +5,7 @@ reads (I/O) alone. The flow body reads like the pipeline list of DESIGN.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import signal
@@ -240,7 +241,7 @@ def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFr
     in one switch; returns what was published and the tier distribution."""
     tier_distribution = links.tier_distribution(memories, relationships)
     tables = {
-        "memories": memories.drop("embedding"),
+        "memories": memories,
         "relationships": relationships,
         "tier_distribution": tier_distribution,
         "tier_links": links.tier_links(relationships),
@@ -290,8 +291,10 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             extracted = extracted_stores(settings, run.work_dir)
         with run.timed("terms"):  # 2. entities and key terms
             memories = terms_task(extracted.memories)
+            extracted = dataclasses.replace(extracted, memories=extracted.memories.clear())  # they go on as `memories`
         with run.timed("embed"):  # 3. vectors: provided, cached or encoded
             texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size, run.work_dir)
+            memories = memories.drop("embedding")  # provided vectors are in `vectors` now: not held to the end
         fault_point("candidates")
         with run.timed("score"):  # 4. + 5. candidates, score, classify, cap
             linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring, run.work_dir)

@@ -44,10 +44,14 @@ def write_frames(frames: Iterable[pl.DataFrame], path: Path, schema: pl.Schema) 
     (Holding a dense namespace's classified parts until one concat cost ~3.7x their size.)"""
     tmp = _temporary(path)
     rows = 0
-    with pq.ParquetWriter(tmp, pl.DataFrame(schema=schema).to_arrow().schema, compression="lz4", write_statistics=False) as writer:
-        for frame in frames:
-            writer.write_table(frame.select(schema.names()).to_arrow())
-            rows += frame.height
+    try:
+        with pq.ParquetWriter(tmp, pl.DataFrame(schema=schema).to_arrow().schema, compression="lz4", write_statistics=False) as writer:
+            for frame in frames:
+                writer.write_table(frame.select(schema.names()).cast(dict(schema)).to_arrow())
+                rows += frame.height
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a producer that failed leaves no half partition behind
+        raise
     os.replace(tmp, path)
     return path, rows
 

@@ -210,6 +210,12 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
     exact = within_reach(everything, cap_reach(link_memories(memories), k))
     assert _sorted(pruned).equals(_sorted(exact))
     assert _sorted(capped_links(pruned, k, memories)).equals(_sorted(capped_links(everything, k, memories)))
+    if not by_product:
+        # the score task takes the same links a part (150 survivors classified) at a time
+        parts, part_pairs = links_module.scored_link_parts(memories, embeddings, scoring, within_cap=k)
+        parts = list(parts)
+        assert part_pairs == pairs and len(parts) > 1 and all(part.height <= 150 for part in parts)
+        assert pl.concat(parts).sort("source_id", "target_id").equals(pruned)
 
 
 def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFrame, set[str], set[str]]:
