@@ -32,8 +32,10 @@ from crosstier.transforms.link.manual import manual_relationships, merged_relati
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
+from crosstier.transforms.sorted_rows import sorted_column_by_column
 from crosstier.transforms.stores.extract import Extracted, ExtractError, combined_extracts, extract_store, with_vector_length
 
+LINK_KEY = ("source_id", "target_id", "relationship_type")  # one scored link per key: the stored links' order
 PERMANENT_OS_ERRORS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM)
 
 
@@ -208,7 +210,7 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:
         scored, pairs = scored_by_namespace(memories, vectors, scoring, None, work)
-        scored = scored.sort("source_id", "target_id", "relationship_type")  # the unsorted frame is let go before the cap
+        scored = sorted_column_by_column(scored, LINK_KEY)
         return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
@@ -221,7 +223,7 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
     fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus, work)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
-    scored = cap_reach.within_reach(pl.concat([kept, fresh]), reach).sort("source_id", "target_id", "relationship_type")
+    scored = sorted_column_by_column(cap_reach.within_reach(pl.concat([kept, fresh]), reach), LINK_KEY)
     capped = links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
     return Linked(scored, capped, fingerprints, pairs, len(changed), len(deleted))
 
