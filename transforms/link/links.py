@@ -37,6 +37,7 @@ AUDITS = ("audit_self_links", "audit_duplicate_pairs", "audit_over_cap", "audit_
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a block's pairs stay a few million
 _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
+_PRUNE_GROWTH = 2.0  # links held are pruned again once they grow this many times what the last prune left
 _MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
@@ -326,7 +327,7 @@ def scored_link_parts(
         # pruned again once what is held has doubled, and after the last block: a prune is safe
         # on any subset and the last one sees every memory's top k, so the links are the same,
         # and the work stays linear (a prune after every block re-read all the links kept so far)
-        if block == blocks - 1 or held > 2 * max(pruned, _BLOCK_ROWS * within_cap):
+        if block == blocks - 1 or held > _PRUNE_GROWTH * max(pruned, _BLOCK_ROWS * within_cap):
             survivors, bars = cap_bars(pl.concat(kept), reach, ("a_idx", "b_idx"), frame.height)
             kept = [survivors]
             held = pruned = kept[0].height
