@@ -101,7 +101,7 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
 
     def progress(block: int, blocks: int, pairs: int, kept: int) -> None:
         if blocks > 1:
-            logger.info("namespace %s: block %d/%d scored, %d pairs so far, %d links held (pruned to the cap's reach as they double)", namespace, block, blocks, pairs, kept)
+            logger.info("namespace %s: block %d/%d scored, %d pairs so far, %d links held (pruned to the cap's reach as they grow)", namespace, block, blocks, pairs, kept)
 
     parts, pairs = links.scored_link_parts(
         memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
