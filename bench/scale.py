@@ -234,21 +234,31 @@ def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) ->
         raise SystemExit(f"ctc run failed ({code}); see {work / log_name}:\n" + (work / log_name).read_text()[-3000:])
     runs = [json.loads(line) for line in (work / "warehouse" / "runs.jsonl").read_text().splitlines() if line.strip()]
     summary = runs[-1]
-    # The run log is written before publishing ends; the CLI's "seconds:" line has every stage.
-    printed = [line for line in (work / log_name).read_text().splitlines() if line.startswith("seconds: ")]
-    if printed:
-        body = printed[-1].removeprefix("seconds: ")
-        stages, _, total = body.rpartition(" (total ")
-        summary["stage_seconds"] = {k: float(v) for k, v in (part.rsplit(" ", 1) for part in stages.split(", "))}
+    # The run log is written before publishing ends; the CLI's summary lines have every stage.
+    lines = (work / log_name).read_text().splitlines()
+    seconds = _last_printed(lines, "seconds: ")
+    if seconds is not None:
+        stages, _, total = seconds.rpartition(" (total ")
+        summary["stage_seconds"] = _per_stage(stages)
         summary["seconds"] = float(total.rstrip(")"))
-    peaks_printed = [line for line in (work / log_name).read_text().splitlines() if line.startswith("peak memory MiB after each stage: ")]
-    if peaks_printed:
-        body = peaks_printed[-1].removeprefix("peak memory MiB after each stage: ")
-        summary["stage_peak_mib"] = {k: float(v) for k, v in (part.rsplit(" ", 1) for part in body.split(", "))}
+    stage_peaks = _last_printed(lines, "peak memory MiB after each stage: ")
+    if stage_peaks is not None:
+        summary["stage_peak_mib"] = _per_stage(stage_peaks)
     peaks: dict[str, list[float]] = {}
     for pid, (cmd, mib) in sorted(memory.peaks.items()):
         peaks.setdefault(role(pid, process.pid, cmd), []).append(mib)
     return {"wall": wall, "peaks": peaks, "summary": summary, "flow_cpu": memory.cpu.get(process.pid, 0.0)}
+
+
+def _last_printed(lines: list[str], prefix: str) -> str | None:
+    """The rest of the last line that starts with prefix, if any."""
+    found = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
+    return found[-1] if found else None
+
+
+def _per_stage(body: str) -> dict[str, float]:
+    """"extract 1.20, terms 0.30" -> {"extract": 1.2, "terms": 0.3}, as `ctc run` prints per-stage figures."""
+    return {k: float(v) for k, v in (part.rsplit(" ", 1) for part in body.split(", "))}
 
 
 def search_recall(store: Path, fmt: str, min_score: float | None, sample: int, at_floor: float | None) -> dict:
