@@ -23,8 +23,9 @@ run: $(STAMP)
 
 # Services the tests use for real (chromium, a PostgreSQL cluster) are installed and
 # started by scripts/test-services.sh; the suite skips a test only when one is truly missing.
+# Two pytest-xdist workers: most of the suite waits on subprocesses and servers (11 -> ~7 min on 2 cores).
 test: $(STAMP)
-	bash scripts/test-services.sh $(BIN)/pytest
+	bash scripts/test-services.sh $(BIN)/pytest -n 2
 
 clean-warehouse:
 	rm -rf data/warehouse
