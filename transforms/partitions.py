@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,16 +26,24 @@ import pyarrow.parquet as pq
 from crosstier.transforms.stores.extract import StoreExtract
 
 
-def _temporary(path: Path) -> Path:
+@contextmanager
+def _written_atomically(path: Path) -> Iterator[Path]:
+    """A temporary name beside `path` to write to: renamed into place when the block ends,
+    removed when it fails, so no half partition (or stray temporary) is left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> Path:
     """The frame as one Parquet partition at path (atomically)."""
-    tmp = _temporary(path)
-    frame.write_parquet(tmp, compression="lz4", statistics=False)
-    os.replace(tmp, path)
+    with _written_atomically(path) as tmp:
+        frame.write_parquet(tmp, compression="lz4", statistics=False)
     return path
 
 
@@ -42,17 +51,13 @@ def write_frames(frames: Iterable[pl.DataFrame], path: Path, schema: pl.Schema) 
     """Frames of one schema as one Parquet partition at path (atomically), each written as it
     comes, so a producer of parts holds one at a time; returns the path and the rows written.
     (Holding a dense namespace's classified parts until one concat cost ~3.7x their size.)"""
-    tmp = _temporary(path)
     rows = 0
-    try:
-        with pq.ParquetWriter(tmp, pl.DataFrame(schema=schema).to_arrow().schema, compression="lz4", write_statistics=False) as writer:
-            for frame in frames:
-                writer.write_table(frame.select(schema.names()).cast(dict(schema)).to_arrow())
-                rows += frame.height
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a producer that failed leaves no half partition behind
-        raise
-    os.replace(tmp, path)
+    with _written_atomically(path) as tmp, pq.ParquetWriter(
+        tmp, pl.DataFrame(schema=schema).to_arrow().schema, compression="lz4", write_statistics=False
+    ) as writer:
+        for frame in frames:
+            writer.write_table(frame.select(schema.names()).cast(dict(schema)).to_arrow())
+            rows += frame.height
     return path, rows
 
 
@@ -62,10 +67,8 @@ def read_frame(path: Path) -> pl.DataFrame:
 
 def write_matrix(matrix: np.ndarray, path: Path) -> Path:
     """A row-aligned float32 matrix as one .npy partition at path (atomically)."""
-    tmp = _temporary(path)
-    with open(tmp, "wb") as handle:
+    with _written_atomically(path) as tmp, open(tmp, "wb") as handle:
         np.save(handle, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
-    os.replace(tmp, path)
     return path
 
 
