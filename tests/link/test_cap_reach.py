@@ -218,6 +218,32 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
         assert pl.concat(parts).sort("source_id", "target_id").equals(pruned)
 
 
+def test_a_namespace_of_many_blocks_decides_on_a_small_first_block_and_keeps_the_same_links(generated, monkeypatch):
+    """More than one block: a first block of _FIRST_BLOCK_ROWS rows (searched by the routes, and
+    what says products pay), then full blocks by product. The same links as one prune of all."""
+    memories, embeddings = generated
+    scoring = _scoring(3)
+    everything = scored_links(memories, embeddings, scoring)
+    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)
+    monkeypatch.setattr(links_module, "_FIRST_BLOCK_ROWS", 16)  # 16, then 6 blocks of 40 (the last 24)
+    monkeypatch.setattr(candidates_module, "_PROBE_ROWS", 16)
+    monkeypatch.setattr(candidates_module, "_DENSE_PAIRS_PER_ROW", 0)
+    monkeypatch.setattr(candidates_module, "_HITS_PER_PAIR", 1e9)
+    routes, products, calls = [], [], []
+    searched, routed = links_module.partner_pairs, links_module.candidate_pairs_with_cosines
+    monkeypatch.setattr(links_module, "partner_pairs", lambda *a, **kw: products.append(int(a[3].sum())) or searched(*a, **kw))
+    monkeypatch.setattr(links_module, "candidate_pairs_with_cosines", lambda *a, **kw: routes.append(int(a[3].sum())) or routed(*a, **kw))
+    pruned, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=3, progress=lambda *a: calls.append(a))
+    assert memories.height == 240 and routes == [16] and products == [40] * 5 + [24]
+    assert [c[:2] for c in calls] == [(b, 7) for b in range(1, 8)]
+    assert _sorted(pruned).equals(_sorted(within_reach(everything, cap_reach(link_memories(memories), 3))))
+    # a namespace of one block is one block, whatever the first block's size
+    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 240)
+    routes.clear(), products.clear()
+    alone, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
+    assert routes == [240] and products == [] and _sorted(alone).equals(_sorted(pruned))
+
+
 def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFrame, set[str], set[str]]:
     """Some memories edited, some deleted, two added (one a copy of a kept memory)."""
     ids = memories["id"].to_list()
