@@ -150,24 +150,21 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     beaten = counted_at[order[shared]]
     beaten = beaten[np.repeat(best[lengths > 1], lengths[lengths > 1]) > end_score[beaten]]
     del order, shared, counted_at
-    best_memory = best_keys // units
-    del best_keys
-    # best_keys are sorted, so are their memories: rank each best within its memory, highest first
-    # (ties take any order among themselves: only the value at a rank is read)
-    descending = np.empty(len(best), dtype=np.int64)
-    descending[np.argsort(-best)] = np.arange(len(best))
-    by_memory = np.argsort(best_memory * max(1, len(best)) + descending)
-    del descending
-    ranked_memory, ranked_best = best_memory[by_memory], best[by_memory]
-    del by_memory, best_memory, best
-    firsts, counts = _runs(ranked_memory)
-    rank = np.arange(len(ranked_memory)) - np.repeat(firsts, counts)
+    # each memory's k-th and (k+1)-th best unit: one polars group-by over the memories, which
+    # runs on every core (~1.5 s less a prune of ~8M links than two argsorts of every best)
     k = reach.max_links
+    bests = pl.DataFrame({"memory": (best_keys // units).astype(np.int32 if n < 2**31 else np.int64), "best": best})
+    del best_keys, best
+    bests = bests.group_by("memory").agg(
+        pl.when(pl.len() >= k).then(pl.col("best").top_k(k).min()).alias("kth"),
+        pl.when(pl.len() > k).then(pl.col("best").top_k(k + 1).min()).alias("kth_next"),
+    )
+    at = bests.get_column("memory").to_numpy()
     kth = np.full(n, np.nan)
     kth_next = np.full(n, np.nan)
-    kth[ranked_memory[rank == k - 1]] = ranked_best[rank == k - 1]
-    kth_next[ranked_memory[rank == k]] = ranked_best[rank == k]
-    del ranked_memory, ranked_best, rank
+    kth[at] = bests.get_column("kth").fill_null(np.nan).to_numpy()
+    kth_next[at] = bests.get_column("kth_next").fill_null(np.nan).to_numpy()
+    del bests, at
     # beaten by its own unit: K others need the (K+1)-th
     bar = kth[memory]
     bar[beaten] = kth_next[memory[beaten]]
