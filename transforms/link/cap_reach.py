@@ -149,7 +149,7 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     shared = np.repeat(lengths > 1, lengths)
     beaten = counted_at[order[shared]]
     beaten = beaten[np.repeat(best[lengths > 1], lengths[lengths > 1]) > end_score[beaten]]
-    del order, shared, counted_at
+    del order, shared, counted_at, starts, lengths
     # each memory's k-th and (k+1)-th best unit: one polars group-by over the memories, which
     # runs on every core (~1.5 s less a prune of ~8M links than two argsorts of every best)
     k = reach.max_links
