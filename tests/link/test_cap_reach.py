@@ -124,8 +124,9 @@ def test_beyond_reach_follows_its_definition_on_random_links(seed):
     assert any(_beyond_by_definition(links, CapReach(units, refs, 1)))
 
 
+@pytest.mark.parametrize("distinct_pairs", [False, True], ids=["any-links", "distinct-pairs"])
 @pytest.mark.parametrize("seed", range(4))
-def test_cap_bars_are_each_memorys_kth_best_unit_and_a_pair_under_both_is_beyond_reach(seed):
+def test_cap_bars_are_each_memorys_kth_best_unit_and_a_pair_under_both_is_beyond_reach(seed, distinct_pairs):
     """cap_bars on links between row numbers: the survivors are within_reach's; each bar is the
     K-th best counted unit's score at that memory (NaN for a copy or with fewer than K); and a
     new pair scoring under the bars at both ends is beyond reach once it is among the links."""
@@ -143,7 +144,7 @@ def test_cap_bars_are_each_memorys_kth_best_unit_and_a_pair_under_both_is_beyond
     ends = ("a_idx", "b_idx")
     for k in (1, 2, 3):
         reach = CapReach(units, refs, k)
-        survivors, bars = cap_bars(links, reach, ends, n)
+        survivors, bars = cap_bars(links, reach, ends, n, distinct_pairs=distinct_pairs)  # the pairs are distinct
         assert survivors.equals(within_reach(links, reach, ends))
         unit = dict(zip(units["id"].to_list(), units["unit"].to_list()))
         explicit = {(3, 4), (4, 3)} | {(m, unit[o]) for a, b, x in zip(links["a_idx"], links["b_idx"], links["cross_reference"])

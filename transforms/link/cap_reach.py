@@ -98,9 +98,13 @@ def beyond_reach(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str] = (
     return _ranked(links, reach, ends)[0]
 
 
-def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tuple[pl.Series, pl.DataFrame, np.ndarray, np.ndarray]:
+def _ranked(
+    links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], distinct_pairs: bool = False,
+) -> tuple[pl.Series, pl.DataFrame, np.ndarray, np.ndarray]:
     """beyond_reach's flags, and per memory (the `codes`: key, code) the score of its K-th best
-    counted unit (NaN with fewer than K) and whether it is a copy."""
+    counted unit (NaN with fewer than K) and whether it is a copy. `distinct_pairs`: no two
+    links join the same two memories (a run's scored pairs), so a memory's links to one unit
+    are several only where the unit has several members, and only those are grouped."""
     source, target = ends
     if links.height == 0:
         return pl.Series("beyond_reach", [], dtype=pl.Boolean), pl.DataFrame({"key": [], "code": []}), np.zeros(0), np.zeros(0, dtype=bool)
@@ -133,6 +137,16 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     # the best counted link of each (memory, unit), then each memory's k-th and (k+1)-th best
     # unit; plain argsorts of one integer key each (a two-key lexsort was ~8x slower)
     counted_at = np.flatnonzero(counted)
+    if distinct_pairs:
+        # a link to a unit of one member is its memory's only link to that unit: its own best,
+        # never beaten by its unit. Sorting only the others saves a prune most of its time (at
+        # 100k dense, copies are ~20 of 100k memories)
+        members = np.bincount(unit_of, minlength=units)
+        grouped = members[key[counted_at] % units] > 1
+        alone_at, counted_at = counted_at[~grouped], counted_at[grouped]
+        del grouped
+    else:
+        alone_at = counted_at[:0]
     counted_keys = key[counted_at]
     del key
     order = np.argsort(counted_keys)
@@ -153,8 +167,12 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     # each memory's k-th and (k+1)-th best unit: one polars group-by over the memories, which
     # runs on every core (~1.5 s less a prune of ~8M links than two argsorts of every best)
     k = reach.max_links
-    bests = pl.DataFrame({"memory": (best_keys // units).astype(np.int32 if n < 2**31 else np.int64), "best": best})
-    del best_keys, best
+    kind = np.int32 if n < 2**31 else np.int64
+    bests = pl.DataFrame({
+        "memory": np.concatenate([memory[alone_at].astype(kind), (best_keys // units).astype(kind)]),
+        "best": np.concatenate([end_score[alone_at], best]),
+    })
+    del best_keys, best, alone_at
     bests = bests.group_by("memory").agg(
         pl.when(pl.len() >= k).then(pl.col("best").top_k(k).min()).alias("kth"),
         pl.when(pl.len() > k).then(pl.col("best").top_k(k + 1).min()).alias("kth_next"),
@@ -173,7 +191,9 @@ def _ranked(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str]) -> tupl
     return pl.Series("beyond_reach", out[:rows] & out[rows:], dtype=pl.Boolean), codes, kth, copied
 
 
-def cap_bars(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], rows: int) -> tuple[pl.DataFrame, np.ndarray]:
+def cap_bars(
+    links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], rows: int, *, distinct_pairs: bool = False,
+) -> tuple[pl.DataFrame, np.ndarray]:
     """within_reach, and per memory row (a reach `by_row`, memories 0 .. rows-1) the score a
     link must beat to stay within the cap's reach at that end: its K-th best counted unit's.
     NaN where no score is known to be enough: fewer than K units, or the memory is a copy.
@@ -181,10 +201,11 @@ def cap_bars(links: pl.DataFrame, reach: CapReach, ends: tuple[str, str], rows: 
     A pair whose score cannot reach the bar at either end (a non-copy end, no explicit
     reference) is beyond reach on these links and on any superset: counts only grow, and a
     prune never lowers a K-th best (what it drops ranks below it). So a dense namespace's
-    later blocks need not score such pairs (candidates.bounded_pairs' `bars`)."""
+    later blocks need not score such pairs (candidates.bounded_pairs' `bars`). `distinct_pairs`:
+    no two links join the same two memories, as a run's scored pairs (a faster ranking)."""
     if links.height == 0:
         return links, np.full(rows, np.nan)
-    beyond, codes, kth, copied = _ranked(links, reach, ends)
+    beyond, codes, kth, copied = _ranked(links, reach, ends, distinct_pairs)
     bars = np.full(rows, np.nan)
     bars[codes.get_column("key").to_numpy()] = np.where(copied, np.nan, kth)[codes.get_column("code").to_numpy()]
     return links.filter(~beyond), bars

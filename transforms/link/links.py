@@ -334,7 +334,7 @@ def scored_link_parts(
         # so far). By half, not double: at 100k dense the largest prune's arrays set the run's
         # peak (in process 3.7 -> 3.0 GB), and fresher bars leave more pairs unscored.
         if block == blocks - 1 or held > _PRUNE_GROWTH * max(pruned, _BLOCK_ROWS * within_cap):
-            survivors, bars = cap_bars(pl.concat(kept), reach, ("a_idx", "b_idx"), frame.height)
+            survivors, bars = cap_bars(pl.concat(kept), reach, ("a_idx", "b_idx"), frame.height, distinct_pairs=True)
             kept = [survivors]
             held = pruned = kept[0].height
         if progress is not None:
