@@ -240,7 +240,8 @@ def test_a_namespace_of_many_blocks_decides_on_a_small_first_block_and_keeps_the
     assert _sorted(pruned).equals(_sorted(within_reach(everything, cap_reach(link_memories(memories), 3))))
     # a namespace of one block is one block, whatever the first block's size
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 240)
-    routes.clear(), products.clear()
+    routes.clear()
+    products.clear()
     alone, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
     assert routes == [240] and products == [] and _sorted(alone).equals(_sorted(pruned))
 

@@ -135,20 +135,19 @@ def _ranked(
     counted = ~explicit_end & ~_within(key, explicit_keys)
     del explicit_end
     # the best counted link of each (memory, unit), then each memory's k-th and (k+1)-th best
-    # unit; plain argsorts of one integer key each (a two-key lexsort was ~8x slower)
+    # unit; the first by a plain argsort of one integer key (a two-key lexsort was ~8x slower)
     counted_at = np.flatnonzero(counted)
+    counted_keys = key[counted_at]
+    del key
     if distinct_pairs:
         # a link to a unit of one member is its memory's only link to that unit: its own best,
         # never beaten by its unit. Sorting only the others saves a prune most of its time (at
         # 100k dense, copies are ~20 of 100k memories)
-        members = np.bincount(unit_of, minlength=units)
-        grouped = members[key[counted_at] % units] > 1
-        alone_at, counted_at = counted_at[~grouped], counted_at[grouped]
+        grouped = np.bincount(unit_of, minlength=units)[counted_keys % units] > 1
+        alone_at, counted_at, counted_keys = counted_at[~grouped], counted_at[grouped], counted_keys[grouped]
         del grouped
     else:
         alone_at = counted_at[:0]
-    counted_keys = key[counted_at]
-    del key
     order = np.argsort(counted_keys)
     sorted_keys = counted_keys[order]
     del counted_keys

@@ -352,10 +352,10 @@ def scored_link_parts(
 def _block_numbers(rows: int) -> np.ndarray:
     """The block of each of `rows` focus rows in order: one block up to _BLOCK_ROWS, else a
     first block of _FIRST_BLOCK_ROWS (at most _BLOCK_ROWS), then blocks of _BLOCK_ROWS."""
-    at = np.arange(rows)
-    first = min(_FIRST_BLOCK_ROWS, _BLOCK_ROWS)
     if rows <= _BLOCK_ROWS:
         return np.zeros(rows, dtype=np.int64)
+    at = np.arange(rows)
+    first = min(_FIRST_BLOCK_ROWS, _BLOCK_ROWS)
     return np.where(at < first, 0, 1 + (at - first) // _BLOCK_ROWS)
 
 
