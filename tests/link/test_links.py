@@ -19,6 +19,7 @@ from crosstier.transforms.link.links import (
     tier_distribution,
     tier_links,
 )
+from crosstier.transforms.link import links as links_module
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
 
 DEFAULT = ScoringConfig()
@@ -287,6 +288,21 @@ def test_cap_is_deterministic_under_row_order():
     unique = {(r["source_id"], r["target_id"]): r for r in rows}.values()
     frame = links_frame(*unique)
     assert capped_links(frame, 2).equals(capped_links(frame.reverse(), 2))
+
+
+def test_cap_on_integer_codes_keeps_what_the_cap_on_the_strings_keeps():
+    """The cap ranks ids and types as integer codes; ties must still break in the byte order
+    DuckDB gives the strings themselves (upper case before lower, a prefix first, accents last)."""
+    ids = ["a", "B", "a1", "a10", "a2", "é", "Z", "", "ab", "b"]
+    rng = np.random.default_rng(3)
+    rows = [link(ids[i], ids[j], float(rng.choice([0.6, 0.7, 0.8])), rtype=str(rng.choice(["supports", "causal", "references"])))
+            for i in range(len(ids)) for j in range(len(ids)) if i < j and rng.random() < 0.8]
+    frame = links_frame(*rows)
+    on_strings = links_module._run("capped_links", {"links": frame}, {"max_links": 2})
+    out = capped_links(frame, 2)
+    key = ["source_id", "target_id", "relationship_type"]
+    assert 0 < out.height < frame.height
+    assert out.select(key).sort(key).equals(on_strings.select(key).sort(key))
 
 
 def test_tier_distribution_counts_memories_orphans_links():

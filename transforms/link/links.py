@@ -469,11 +469,18 @@ def _ranked_as_integers(links: pl.DataFrame) -> pl.DataFrame:
     integers in their sort order (dense ranks: byte order, as DuckDB orders strings), so the
     same links are kept. Two rows per link are sorted there: on strings, the cap of 4M links
     (100k dense memories) peaked ~1.6 GB above its input."""
-    ends = pl.concat([links.get_column("source_id"), links.get_column("target_id")]).rank("dense").cast(pl.Int64)
+    ends = _sorted_codes(pl.concat([links.get_column("source_id"), links.get_column("target_id")]))
     return links.select(
         ends.slice(0, links.height).alias("source_id"), ends.slice(links.height).alias("target_id"),
-        pl.col("relationship_type").rank("dense").cast(pl.Int64), "score", "cross_reference", "origin", "_cap_row",
+        _sorted_codes(links.get_column("relationship_type")), "score", "cross_reference", "origin", "_cap_row",
     )
+
+
+def _sorted_codes(values: pl.Series) -> pl.Series:
+    """Each string's position among the distinct values sorted in byte order: a dense rank
+    from 0, through an Enum of the sorted distinct values (hashing the 8M ends of a 100k
+    dense run and sorting its 100k ids: 0.6 s, where ranking the 8M strings took 2.0 s)."""
+    return values.cast(pl.Enum(values.unique().sort())).to_physical().cast(pl.Int64).alias(values.name)
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:
