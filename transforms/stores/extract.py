@@ -537,6 +537,22 @@ def _quoted_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def provides_vector_column(store: StoreConfig) -> bool:
+    """Whether every file of a Parquet store has the vector column (`embedding_column`, else
+    `embedding`): its memories come with vectors, so the run may need no model for them.
+    Reads the files' schemas only. False for other kinds (a record may or may not carry one)
+    and for files that cannot be read (extract says why)."""
+    if store.kind != "parquet":
+        return False
+    import pyarrow.parquet as pq
+
+    column = store.embedding_column or "embedding"
+    try:
+        return all(column in pq.read_schema(path).names for path in _store_files(store))
+    except (ExtractError, OSError, ValueError):
+        return False
+
+
 def sqlite_records(store: StoreConfig) -> Iterator[RawRecord]:
     """One record per row of the table or query; the file is opened read-only."""
     path = Path(store.path or "")
