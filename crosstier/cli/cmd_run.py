@@ -73,19 +73,21 @@ def encodes_here(settings, runner: str) -> bool:
     return runner == "default" and not all(provides_vector_column(store) for store in settings.stores)
 
 
-def warmed_imports(settings, runner: str) -> threading.Thread:
+def warmed_imports(settings, runner: str, *, encoder: bool = True) -> threading.Thread:
     """A thread importing what the run will need while Prefect's temporary server starts
-    (~5 s in which this process only waits on it): the flow's modules, and the embedding
-    libraries when the model may run here (the local task runner, and a store whose memories
-    may come without vectors). A cold run of the sample: 15.3 -> 12.2 s (README). The caller
-    joins it before the flow starts, so no task imports a module while this thread holds its lock."""
+    (~5 s in which this process only waits on it): the flow's modules, and with `encoder` the
+    embedding libraries when the model may run here (the local task runner, and a store whose
+    memories may come without vectors). A cold run of the sample: 15.3 -> 12.2 s (README). The
+    caller joins it before the flow starts, so no task imports a module while this thread holds
+    its lock. Without a server to wait on, `encoder` is False: a run whose texts are all cached
+    never imports them."""
 
     def imports() -> None:
         # an import that fails here fails again where it is used, and says why there
         with contextlib.suppress(Exception):
             import crosstier.flows.correlate  # noqa: F401
         with contextlib.suppress(Exception):
-            if encodes_here(settings, runner):  # reads Parquet stores' schemas: done here, not before the server starts
+            if encoder and encodes_here(settings, runner):  # reads Parquet stores' schemas: done here, not before the server starts
                 from crosstier.transforms.embed.encoders import import_backend_libraries
 
                 import_backend_libraries(settings.embedding.backend, settings.embedding.device)
@@ -95,13 +97,15 @@ def warmed_imports(settings, runner: str) -> threading.Thread:
     return thread
 
 
-def started_temporary_server() -> str | None:
-    """Start Prefect's temporary API server now, as the flow would on its first call, when no
-    API URL is set; its URL, or None where Prefect talks to a server of its own."""
+def uses_temporary_server() -> bool:
+    """Whether Prefect will start its temporary API server: no API URL set, and allowed to."""
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return None
+    return not PREFECT_API_URL.value() and bool(PREFECT_SERVER_EPHEMERAL_ENABLED.value())
+
+
+def started_temporary_server() -> str:
+    """Start Prefect's temporary API server now, as the flow would on its first call; its URL."""
     from prefect.server.api.server import SubprocessASGIServer
 
     server = SubprocessASGIServer()  # the one instance the flow's client asks for: started once
@@ -149,8 +153,9 @@ def main(args: argparse.Namespace) -> int:
         print("correlator is disabled (CORRELATOR_ENABLED=false): nothing to do")
         return 0
     tie_prefect_server_to_this_process()
-    warming = warmed_imports(settings, args.task_runner)
-    api_url = started_temporary_server()
+    temporary = uses_temporary_server()
+    warming = warmed_imports(settings, args.task_runner, encoder=temporary)
+    api_url = started_temporary_server() if temporary else None
     warming.join()
     from crosstier.flows.correlate import correlate
 

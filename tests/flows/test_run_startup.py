@@ -60,13 +60,16 @@ def test_warmed_imports_load_the_encoder_libraries_in_a_fresh_process(tmp_path):
         "import sys\n"
         "from crosstier.cli.cmd_run import warmed_imports\n"
         "from crosstier.core.config import load_settings\n"
+        "settings = load_settings(" + repr(str(config)) + ")\n"
         "before = 'sentence_transformers' in sys.modules\n"
-        f"warmed_imports(load_settings({str(config)!r}), 'default').join()\n"
-        "print(before, 'sentence_transformers' in sys.modules, 'crosstier.flows.correlate' in sys.modules)\n"
+        "warmed_imports(settings, 'default', encoder=False).join()\n"
+        "without = 'sentence_transformers' in sys.modules\n"
+        "warmed_imports(settings, 'default').join()\n"
+        "print(before, without, 'sentence_transformers' in sys.modules, 'crosstier.flows.correlate' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False", "True", "True"]
+    assert done.stdout.split() == ["False", "False", "True", "True"]
 
 
 def test_local_workers_get_the_servers_url_only_for_the_run(monkeypatch):
