@@ -131,8 +131,16 @@ def carried_forward_links(memories: pl.DataFrame, groups: pl.DataFrame, tau_days
 def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     """Links with copies folded: none inside a group, and between a group and any other memory
     (or group) only one, an explicit reference first, then the strongest. Manual links stay."""
+    kept = copy_folded_rows(links, groups)
+    return links if kept is None else links.filter(kept)
+
+
+def copy_folded_rows(links: pl.DataFrame, groups: pl.DataFrame) -> pl.Series | None:
+    """Which links collapsed_copy_links keeps, as a mask over the rows; None when it keeps them
+    all. A caller holding millions of links can leave them where they are: filtering the cap's
+    columns of the 4.07M links of a 100k run copied them all (~1 GB) to drop a few hundred."""
     if groups.height == 0 or links.height == 0:
-        return links
+        return None
     # Only a link with an end in a group can be inside one or share its key with another: a
     # pair of memories has one scored link (candidates are unique pairs; a run's kept and fresh
     # links never share one), and the published ones are audited for it. So the others are
@@ -141,7 +149,7 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
     grouped = groups.get_column("id").implode()
     touches = links.select(pl.col("source_id").is_in(grouped) | pl.col("target_id").is_in(grouped)).to_series()
     if not touches.any():
-        return links
+        return None
     key = groups.select("id", "copy_key")
     ends = (
         links.select("source_id", "target_id", "score", "cross_reference", "origin", "namespace")
@@ -170,4 +178,4 @@ def collapsed_copy_links(links: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFr
         .unique(subset=["namespace", "_lo", "_hi"], keep="first", maintain_order=True)
     )
     kept = pl.concat([best.get_column("_row"), outside.filter("_pinned").get_column("_row")])
-    return links.filter(~touches | pl.int_range(pl.len(), dtype=pl.UInt32).is_in(kept.implode()))
+    return links.select(~touches | pl.int_range(pl.len(), dtype=pl.UInt32).is_in(kept.implode())).to_series()

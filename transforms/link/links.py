@@ -389,7 +389,7 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
 ORIGIN_REWRITTEN_COLUMNS = ("source_id", "source_tier", "target_id", "target_tier", "relationship_type")
 
 
-def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
+def with_undated_origins(links: pl.DataFrame, kept: pl.Series | None = None) -> pl.DataFrame:
     """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
 
     Where a fact or an episode has no timestamp, time cannot say which episode the fact was
@@ -398,27 +398,45 @@ def with_undated_origins(links: pl.DataFrame) -> pl.DataFrame:
     become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
     set of scored links, like the cap, so an incremental run still equals a full one.
     In the input's order (the cap sorts what it keeps, where its caller wants it sorted).
+    `kept`: a mask of the rows taken into account (the cap's copy fold); the others are left
+    as they are. Links with no origin to demote come back as they came.
     """
+    demoted = undated_origin_demotions(links, kept)
+    if demoted.is_empty():
+        return links
+    return _turned_round(links, pl.int_range(pl.len(), dtype=pl.UInt32).is_in(demoted.implode()))
+
+
+def undated_origin_demotions(links: pl.DataFrame, kept: pl.Series | None = None) -> pl.Series:
+    """The positions (UInt32) of the links with_undated_origins turns round. The cap applies
+    them to its integer ranks and to the links it keeps only: rewriting five string columns of
+    every link cost ~0.6 GB at 100k dense (360k undated origins among 4.07M links)."""
     undated = (
         (pl.col("relationship_type") == "derives_from")
         & pl.col("temporal").is_null()
         & ~(pl.col("cross_reference").fill_null(0.0) > 0)
         & (pl.col("origin") == "discovered")
     )
-    ranked = links.with_row_index("_row").with_columns(
-        pl.when(undated).then(pl.col("score")).alias("_undated_score")
+    if kept is not None:
+        undated = undated & pl.lit(kept)
+    mask = links.select(undated.fill_null(False)).to_series()
+    order = (
+        links.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), "source_id", "score", "target_id")
+        .filter(mask)
+        .sort(["source_id", "score", "target_id"], descending=[False, True, False])
     )
-    order = ranked.filter(undated).sort(["source_id", "score", "target_id"], descending=[False, True, False])
-    demoted = order.filter(pl.int_range(pl.len()).over("source_id") > 0)["_row"]
-    demote = pl.col("_row").is_in(demoted.implode())
-    swapped = {
-        "source_id": pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
-        "source_tier": pl.when(demote).then(pl.col("target_tier")).otherwise(pl.col("source_tier")),
-        "target_id": pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
-        "target_tier": pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
-        "relationship_type": pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
-    }
-    return ranked.with_columns(**swapped).drop("_row", "_undated_score")
+    return order.filter(pl.int_range(pl.len()).over("source_id") > 0).get_column("_row")
+
+
+def _turned_round(links: pl.DataFrame, demote: pl.Expr) -> pl.DataFrame:
+    """The links where `demote` holds turned round as supports (episode -> fact)."""
+    return links.with_columns(
+        source_id=pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
+        source_tier=pl.when(demote).then(pl.col("target_tier")).otherwise(pl.col("source_tier")),
+        target_id=pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
+        target_tier=pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
+        relationship_type=pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
+    )
 
 
 # what the cap reads of a link (sql/capped_links.sql, with_undated_origins and copy folding)
@@ -443,36 +461,60 @@ def capped_links(
     # Copy folding, undated origins and the ranking read the cap's columns alone; the others
     # (reasons, metadata) are gathered for the kept rows only. Every step on all columns copied
     # every link's reason: at 50k dense memories (1.9M links) the cap raised the peak by ~0.9 GB.
-    decided = links.select(CAP_COLUMNS).with_columns(_link_row=pl.int_range(pl.len(), dtype=pl.UInt32))
+    # The copy fold's dropped rows are masked, not filtered out: a filtered copy of these columns
+    # for 4.07M links (100k dense) cost ~1 GB to drop a few hundred.
+    decided = links.select(CAP_COLUMNS)
+    folded: pl.Series | None = None  # the rows the fold keeps (None: all)
     chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     if memories is not None and memories.height:
         groups = copies.copy_groups(memories) if groups is None else groups
-        decided = copies.collapsed_copy_links(decided, groups)
+        folded = copies.copy_folded_rows(decided, groups)
         chain = copies.carried_forward_links(memories, groups, tau_days)
-        chain = chain.join(decided.select("source_id", "target_id"), on=["source_id", "target_id"], how="anti")
-        chain = chain.join(decided.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
-                           on=["source_id", "target_id"], how="anti")
-    if decided.height == 0:
+        if chain.height:
+            # a chain link joins two copies: only a kept link between two copies can stand in its place
+            copied = groups.get_column("id").implode()
+            between = decided.select("source_id", "target_id").filter(
+                pl.col("source_id").is_in(copied) & pl.col("target_id").is_in(copied) & (pl.lit(True) if folded is None else pl.lit(folded))
+            )
+            chain = chain.join(between, on=["source_id", "target_id"], how="anti")
+            chain = chain.join(between.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
+                               on=["source_id", "target_id"], how="anti")
+    if decided.height == 0 or (folded is not None and not folded.any()):
         out = chain if chain.height else links.clear()
         return out.sort("source_id", "target_id") if ordered else out
-    decided = with_undated_origins(decided).with_columns(_cap_row=pl.int_range(pl.len(), dtype=pl.UInt32))
-    kept_rows = _run("capped_links", {"links": _ranked_as_integers(decided)}, {"max_links": max_links_per_memory}).get_column("_cap_row").sort()
-    chosen = decided[kept_rows]
-    # an undated origin demoted to supports is turned round: its rewritten ends and type come along
-    kept = links[chosen.get_column("_link_row")].with_columns(chosen.select(ORIGIN_REWRITTEN_COLUMNS))
+    demoted = undated_origin_demotions(decided, folded)
+    ranked = _ranked_as_integers(decided, demoted)
+    ranked = ranked if folded is None else ranked.filter(folded)
+    kept_rows = _run("capped_links", {"links": ranked}, {"max_links": max_links_per_memory}).get_column("_cap_row").sort()
+    del ranked
+    kept = links[kept_rows]
+    if not demoted.is_empty():  # an undated origin demoted to supports is turned round
+        kept = _turned_round(kept, pl.lit(kept_rows.is_in(demoted.implode())))
     out = pl.concat([kept, chain]) if chain.height else kept
     return out.sort("source_id", "target_id") if ordered else out
 
 
-def _ranked_as_integers(links: pl.DataFrame) -> pl.DataFrame:
+def _ranked_as_integers(links: pl.DataFrame, demoted: pl.Series | None = None) -> pl.DataFrame:
     """What sql/capped_links reads, with the ids and types it partitions and orders by as
     integers in their sort order (dense ranks: byte order, as DuckDB orders strings), so the
-    same links are kept. Two rows per link are sorted there: on strings, the cap of 4M links
-    (100k dense memories) peaked ~1.6 GB above its input."""
+    same links are kept, and `_cap_row`, each link's position. Two rows per link are sorted
+    there: on strings, the cap of 4M links (100k dense memories) peaked ~1.6 GB above its input.
+    `demoted` (undated_origin_demotions): links ranked as turned round, supports from the other end."""
+    n = links.height
     ends = _sorted_codes(pl.concat([links.get_column("source_id"), links.get_column("target_id")]))
-    return links.select(
-        ends.slice(0, links.height).alias("source_id"), ends.slice(links.height).alias("target_id"),
-        _sorted_codes(links.get_column("relationship_type")), "score", "cross_reference", "origin", "_cap_row",
+    source, target = ends.slice(0, n).alias("source_id"), ends.slice(n).alias("target_id")
+    # the types' codes leave room for supports, which a demoted origin becomes
+    type_names = pl.concat([links.get_column("relationship_type").unique(), pl.Series(["supports"])]).unique().sort()
+    types = links.get_column("relationship_type").cast(pl.Enum(type_names)).to_physical().cast(pl.Int64)
+    ranked = links.select(source, target, types, "score", "cross_reference", "origin", pl.int_range(n, dtype=pl.UInt32).alias("_cap_row"))
+    if demoted is None or demoted.is_empty():
+        return ranked
+    supports = type_names.to_list().index("supports")  # its code: its place among the sorted names
+    demote = pl.col("_cap_row").is_in(demoted.implode())
+    return ranked.with_columns(
+        source_id=pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
+        target_id=pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
+        relationship_type=pl.when(demote).then(pl.lit(supports, dtype=pl.Int64)).otherwise(pl.col("relationship_type")),
     )
 
 
