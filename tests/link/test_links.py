@@ -305,6 +305,48 @@ def test_cap_on_integer_codes_keeps_what_the_cap_on_the_strings_keeps():
     assert out.select(key).sort(key).equals(on_strings.select(key).sort(key))
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_cap_with_copies_and_undated_origins_equals_folding_and_turning_round_first(seed):
+    """The cap masks the copy fold's drops and turns undated origins round in its integer ranks
+    only (memory at 100k); the same links as folding a copy, turning every origin round, then
+    capping the strings (sql/capped_links), the steps the cap is defined by."""
+    from crosstier.transforms.link import copies
+
+    rng = np.random.default_rng(seed)
+    ids = [f"e{i}" for i in range(8)] + [f"f{i}" for i in range(4)]
+    rows = [{"id": i, "tier": "episodic" if i[0] == "e" else "semantic", "content": f"note {i}",
+             "timestamp": None if i in ("f1", "f2", "e3") else at(hours=int(i[1:]))} for i in ids]
+    rows[1]["content"] = rows[2]["content"] = rows[5]["content"] = "the same text"  # a copy group of three
+    mems = memories(*rows)
+    links = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            if rng.random() < 0.7:
+                undated = rng.random() < 0.5
+                kind = "derives_from" if b[0] == "f" and rng.random() < 0.6 else str(rng.choice(["supports", "causal"]))
+                row = link(b if kind == "derives_from" else a, a if kind == "derives_from" else b, float(rng.choice([0.6, 0.7, 0.8, 0.9])), rtype=kind)
+                links.append({**row, "temporal": None if undated else 0.5, "source_tier": "semantic" if row["source_id"][0] == "f" else "episodic",
+                              "target_tier": "semantic" if row["target_id"][0] == "f" else "episodic"})
+    frame = links_frame(*links)
+    groups = copies.copy_groups(mems)
+    assert groups.height == 3
+    fold = copies.copy_folded_rows(frame, groups)
+    assert not fold.all()  # links the fold drops
+    assert not links_module.undated_origin_demotions(frame, fold).is_empty()  # and origins to turn round
+    for k in (1, 2, 50):  # at 50 the turned-round origins are kept too
+        folded = links_module.with_undated_origins(copies.collapsed_copy_links(frame, groups))
+        reference = links_module._run("capped_links", {"links": folded}, {"max_links": k})
+        chain = copies.carried_forward_links(mems, groups, 7.0)
+        out = capped_links(frame, k, mems, groups=groups)
+        key = ["source_id", "target_id", "relationship_type"]
+        discovered = out.join(chain.select(key), on=key, how="anti")
+        assert discovered.select(key).sort(key).equals(reference.select(key).sort(key)), k
+        assert out.height > discovered.height  # the chain is there too
+    demoted = frame[links_module.undated_origin_demotions(frame, fold)].select(
+        pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id"), pl.lit("supports").alias("relationship_type"))
+    assert out.join(demoted, on=key).height > 0  # some kept as turned round
+
+
 def test_tier_distribution_counts_memories_orphans_links():
     mems = memories(
         {"id": "e1", "tier": "episodic", "content": "x"},
