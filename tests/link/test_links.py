@@ -334,7 +334,9 @@ def test_the_cap_with_copies_and_undated_origins_equals_folding_and_turning_roun
     assert not fold.all()  # links the fold drops
     assert not links_module.undated_origin_demotions(frame, fold).is_empty()  # and origins to turn round
     for k in (1, 2, 50):  # at 50 the turned-round origins are kept too
-        folded = links_module.with_undated_origins(copies.collapsed_copy_links(frame, groups))
+        folded = copies.collapsed_copy_links(frame, groups)
+        demotions = links_module.undated_origin_demotions(folded)
+        folded = links_module.turned_round(folded, pl.int_range(pl.len(), dtype=pl.UInt32).is_in(demotions.implode()))
         reference = links_module._run("capped_links", {"links": folded}, {"max_links": k})
         chain = copies.carried_forward_links(mems, groups, 7.0)
         out = capped_links(frame, k, mems, groups=groups)

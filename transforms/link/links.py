@@ -385,32 +385,23 @@ def _run(name: str, tables: Mapping[str, pl.DataFrame], values: Mapping[str, obj
         con.close()
 
 
-# the columns with_undated_origins rewrites: a demoted origin is turned round as a supports link
+# the columns an undated origin's demotion rewrites: it is turned round as a supports link
 ORIGIN_REWRITTEN_COLUMNS = ("source_id", "source_tier", "target_id", "target_tier", "relationship_type")
 
 
-def with_undated_origins(links: pl.DataFrame, kept: pl.Series | None = None) -> pl.DataFrame:
-    """Each fact keeps one undated origin: its strongest derives_from link decided without two dates.
+def undated_origin_demotions(links: pl.DataFrame, kept: pl.Series | None = None) -> pl.Series:
+    """The positions (UInt32) of the links demoted so that each fact keeps one undated origin:
+    its strongest derives_from link decided without two dates.
 
     Where a fact or an episode has no timestamp, time cannot say which episode the fact was
     drawn from, so the classifier names every such episode a possible origin (temporal is null
     on those links). The strongest (score, then the episode's id) stays derives_from; the others
-    become supports (episode -> fact). Explicit references stay derives_from. Run over the whole
-    set of scored links, like the cap, so an incremental run still equals a full one.
-    In the input's order (the cap sorts what it keeps, where its caller wants it sorted).
-    `kept`: a mask of the rows taken into account (the cap's copy fold); the others are left
-    as they are. Links with no origin to demote come back as they came.
+    become supports (episode -> fact: `turned_round`). Explicit references stay derives_from.
+    Run over the whole set of scored links, like the cap, so an incremental run still equals a
+    full one. `kept`: a mask of the rows taken into account (the cap's copy fold). The cap
+    applies the positions to its integer ranks and to the links it keeps only: rewriting five
+    string columns of every link cost ~0.6 GB at 100k dense (360k undated origins, 4.07M links).
     """
-    demoted = undated_origin_demotions(links, kept)
-    if demoted.is_empty():
-        return links
-    return _turned_round(links, pl.int_range(pl.len(), dtype=pl.UInt32).is_in(demoted.implode()))
-
-
-def undated_origin_demotions(links: pl.DataFrame, kept: pl.Series | None = None) -> pl.Series:
-    """The positions (UInt32) of the links with_undated_origins turns round. The cap applies
-    them to its integer ranks and to the links it keeps only: rewriting five string columns of
-    every link cost ~0.6 GB at 100k dense (360k undated origins among 4.07M links)."""
     undated = (
         (pl.col("relationship_type") == "derives_from")
         & pl.col("temporal").is_null()
@@ -428,18 +419,22 @@ def undated_origin_demotions(links: pl.DataFrame, kept: pl.Series | None = None)
     return order.filter(pl.int_range(pl.len()).over("source_id") > 0).get_column("_row")
 
 
-def _turned_round(links: pl.DataFrame, demote: pl.Expr) -> pl.DataFrame:
-    """The links where `demote` holds turned round as supports (episode -> fact)."""
-    return links.with_columns(
-        source_id=pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
-        source_tier=pl.when(demote).then(pl.col("target_tier")).otherwise(pl.col("source_tier")),
-        target_id=pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
-        target_tier=pl.when(demote).then(pl.col("source_tier")).otherwise(pl.col("target_tier")),
-        relationship_type=pl.when(demote).then(pl.lit("supports")).otherwise(pl.col("relationship_type")),
-    )
+def turned_round(links: pl.DataFrame, demote: pl.Expr, supports: pl.Expr | None = None) -> pl.DataFrame:
+    """The links where `demote` holds turned round as supports (episode -> fact): ends swapped
+    (and their tiers, where the frame has them), the type set to `supports` (default the
+    string; the cap's integer ranks give its code)."""
+    def swapped(left: str, right: str) -> dict[str, pl.Expr]:
+        return {left: pl.when(demote).then(pl.col(right)).otherwise(pl.col(left)),
+                right: pl.when(demote).then(pl.col(left)).otherwise(pl.col(right))}
+
+    columns = swapped("source_id", "target_id")
+    if "source_tier" in links.columns:
+        columns |= swapped("source_tier", "target_tier")
+    supports = pl.lit("supports") if supports is None else supports
+    return links.with_columns(**columns, relationship_type=pl.when(demote).then(supports).otherwise(pl.col("relationship_type")))
 
 
-# what the cap reads of a link (sql/capped_links.sql, with_undated_origins and copy folding)
+# what the cap reads of a link (sql/capped_links.sql, undated_origin_demotions and copy folding)
 CAP_COLUMNS = ("source_id", "source_tier", "target_id", "target_tier", "relationship_type", "score", "temporal", "cross_reference", "origin", "namespace")
 
 
@@ -452,7 +447,7 @@ def capped_links(
     With `memories` (id, tier, namespace, content, timestamp), copies are folded first
     (transforms/link/copies.py): no links inside a copy group, one per group and other end,
     and each copy linked to the next in time ("carried forward"), outside the cap. Then each
-    undated fact keeps one origin (with_undated_origins), and the cap applies. `groups`:
+    undated fact keeps one origin (undated_origin_demotions), and the cap applies. `groups`:
     copies.copy_groups(memories) where the caller has them (a pass over every text saved).
     `ordered`: sorted by source and target (else in no particular order: the live recap
     keeps a few of ~0.5M rows, and sorting them cost ~0.1 s).
@@ -489,7 +484,7 @@ def capped_links(
     del ranked
     kept = links[kept_rows]
     if not demoted.is_empty():  # an undated origin demoted to supports is turned round
-        kept = _turned_round(kept, pl.lit(kept_rows.is_in(demoted.implode())))
+        kept = turned_round(kept, pl.lit(kept_rows.is_in(demoted.implode())))
     out = pl.concat([kept, chain]) if chain.height else kept
     return out.sort("source_id", "target_id") if ordered else out
 
@@ -505,24 +500,24 @@ def _ranked_as_integers(links: pl.DataFrame, demoted: pl.Series | None = None) -
     source, target = ends.slice(0, n).alias("source_id"), ends.slice(n).alias("target_id")
     # the types' codes leave room for supports, which a demoted origin becomes
     type_names = pl.concat([links.get_column("relationship_type").unique(), pl.Series(["supports"])]).unique().sort()
-    types = links.get_column("relationship_type").cast(pl.Enum(type_names)).to_physical().cast(pl.Int64)
+    types = _codes(links.get_column("relationship_type"), type_names)
     ranked = links.select(source, target, types, "score", "cross_reference", "origin", pl.int_range(n, dtype=pl.UInt32).alias("_cap_row"))
     if demoted is None or demoted.is_empty():
         return ranked
     supports = type_names.to_list().index("supports")  # its code: its place among the sorted names
-    demote = pl.col("_cap_row").is_in(demoted.implode())
-    return ranked.with_columns(
-        source_id=pl.when(demote).then(pl.col("target_id")).otherwise(pl.col("source_id")),
-        target_id=pl.when(demote).then(pl.col("source_id")).otherwise(pl.col("target_id")),
-        relationship_type=pl.when(demote).then(pl.lit(supports, dtype=pl.Int64)).otherwise(pl.col("relationship_type")),
-    )
+    return turned_round(ranked, pl.col("_cap_row").is_in(demoted.implode()), pl.lit(supports, dtype=pl.Int64))
 
 
 def _sorted_codes(values: pl.Series) -> pl.Series:
     """Each string's position among the distinct values sorted in byte order: a dense rank
     from 0, through an Enum of the sorted distinct values (hashing the 8M ends of a 100k
     dense run and sorting its 100k ids: 0.6 s, where ranking the 8M strings took 2.0 s)."""
-    return values.cast(pl.Enum(values.unique().sort())).to_physical().cast(pl.Int64).alias(values.name)
+    return _codes(values, values.unique().sort())
+
+
+def _codes(values: pl.Series, names: pl.Series) -> pl.Series:
+    """Each string's position in `names` (distinct, sorted), as Int64."""
+    return values.cast(pl.Enum(names)).to_physical().cast(pl.Int64).alias(values.name)
 
 
 def tier_distribution(memories: pl.DataFrame, relationships: pl.DataFrame) -> pl.DataFrame:
