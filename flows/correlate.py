@@ -92,9 +92,11 @@ def embed_shard_task(texts_path: Path, config: EmbeddingConfig, cache_dir: Path,
 
 
 @task(name="score", task_run_name="score-{namespace}", cache_policy=NO_CACHE)
-def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: list[str] | None) -> tuple[Path, int]:
-    """One namespace's partition (memories.parquet, vectors.npy in `folder`) -> its scored
-    links partition (links.parquet) and the number of pairs scored."""
+def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: list[str] | None) -> partitions.ScorePart:
+    """One namespace's partition (memories.parquet, vectors.npy in `folder`) -> its stored links
+    partition (links.parquet, sorted by the link key) and, in a full run (no `focus_ids`), the
+    links after the cap (capped.parquet): links never cross a namespace, so its cap is the run's
+    cap there, and the flow never holds the stored links (4.07M at 100k dense memories)."""
     fault_point("score")
     memories, vectors = partitions.read_frame(folder / "memories.parquet"), partitions.read_matrix(folder / "vectors.npy")
     logger = get_run_logger()
@@ -106,13 +108,21 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
     parts, pairs = links.scored_link_parts(
         memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
     )
-    path, written = partitions.write_frames(parts, folder / "links.parquet", RELATIONSHIP_SCHEMA)  # a part at a time
-    logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, written)
-    return path, pairs
+    unsorted, written = partitions.write_frames(parts, folder / "scored.parquet", RELATIONSHIP_SCHEMA)  # a part at a time
+    stored = partitions.sorted_partition([unsorted], folder / "links.parquet", LINK_KEY)
+    unsorted.unlink()
+    capped = None
+    if focus_ids is None:
+        kept = links.capped_links_of_partition(stored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days)
+        capped = partitions.write_frame(kept, folder / "capped.parquet")
+        logger.info("namespace %s: %d pairs scored -> %d links stored, %d after the cap", namespace, pairs, written, kept.height)
+    else:
+        logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, written)
+    return partitions.ScorePart(stored, capped, pairs, written)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame], catalog: Catalog, run_id: str, record: dict[str, Any]) -> publish.Published:
+def publish_task(tables: dict[str, pl.DataFrame], state: dict[str, pl.DataFrame | Path], catalog: Catalog, run_id: str, record: dict[str, Any]) -> publish.Published:
     fault_point("publish")
     # a fault point after every write and rename: CTC_FAULT_STAGE="publish:<step>"
     published = publish.publish_snapshot(tables, catalog, run_id, parquet_only=state, record=record, checkpoint=lambda step: fault_point(f"publish:{step}"))
@@ -173,7 +183,7 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     return texts, context_vectors(memories, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False)), stats
 
 
-def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None, work: Path) -> tuple[pl.DataFrame, int]:
+def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None, work: Path) -> list[partitions.ScorePart]:
     """Links within each namespace (a partition each: links never cross one)."""
     futures = []
     indexed = memories.with_row_index("_row")
@@ -186,17 +196,31 @@ def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: Sc
         partitions.write_frame(group.drop("_row"), folder / "memories.parquet")
         partitions.write_matrix(vectors[group.get_column("_row").to_numpy()], folder / "vectors.npy")
         futures.append(score_task.submit(namespace, folder, scoring, focus_ids))
-    results = [f.result() for f in futures]
-    frames = [partitions.read_frame(r[0]) for r in results]
-    scored = pl.concat(frames) if frames else links.empty_scored_links()
-    return scored, sum(r[1] for r in results)
+    return [f.result() for f in futures]
+
+
+def read_links(paths: list[Path]) -> pl.DataFrame:
+    frames = [partitions.read_frame(path) for path in paths]
+    return pl.concat(frames) if frames else links.empty_scored_links()
+
+
+def stored_links_partition(parts: list[partitions.ScorePart], work: Path) -> Path:
+    """The run's stored links as one partition sorted by the link key (what the snapshot
+    keeps for the next incremental run): a namespace's own when there is one, else its
+    namespaces' merged by DuckDB, which spills rather than holding them in the flow."""
+    if len(parts) == 1:
+        return parts[0].links
+    if not parts:
+        return partitions.write_frame(links.empty_scored_links(), work / "score" / "links.parquet")
+    return partitions.sorted_partition([part.links for part in parts], work / "score" / "links.parquet", LINK_KEY)
 
 
 @dataclass
 class Linked:
-    """Links of this run: before the cap (kept for the next incremental run) and after it."""
+    """Links of this run: before the cap (kept for the next incremental run: a frame, or in a
+    full run the partition that holds them) and after it."""
 
-    scored: pl.DataFrame
+    scored: pl.DataFrame | Path
     capped: pl.DataFrame
     fingerprints: pl.DataFrame
     pairs_scored: int
@@ -208,10 +232,10 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     """Score the pairs that need it: all of them in a full run; in an incremental run only
     pairs touching a new, edited or deleted memory, the rest kept from the last snapshot."""
     fingerprints = incremental.memory_fingerprints(memories, texts)
-    if previous is None:
-        scored, pairs = scored_by_namespace(memories, vectors, scoring, None, work)
-        scored = sorted_column_by_column(scored, LINK_KEY)
-        return Linked(scored, links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days), fingerprints, pairs, memories.height, 0)
+    if previous is None:  # each namespace's task capped its own links
+        parts = scored_by_namespace(memories, vectors, scoring, None, work)
+        capped = read_links([part.capped for part in parts]).sort("source_id", "target_id", maintain_order=True)
+        return Linked(stored_links_partition(parts, work), capped, fingerprints, sum(p.pairs for p in parts), memories.height, 0)
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
     came = changed - set(previous["fingerprints"].get_column("id").to_list())
@@ -221,11 +245,12 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     focus = cap_reach.refocused(changed, deleted, previous["scored_links"], reach)
     kept = incremental.kept_links(previous["scored_links"], focus | deleted)
-    fresh, pairs = scored_by_namespace(memories, vectors, scoring, focus, work)
+    parts = scored_by_namespace(memories, vectors, scoring, focus, work)
+    fresh = read_links([part.links for part in parts])
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     scored = sorted_column_by_column(cap_reach.within_reach(pl.concat([kept, fresh]), reach), LINK_KEY)
     capped = links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
-    return Linked(scored, capped, fingerprints, pairs, len(changed), len(deleted))
+    return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted))
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

@@ -318,7 +318,7 @@ def test_mapped_tasks_take_and_return_partition_paths_and_no_run_leaves_them_beh
     from prefect import flow
 
     from crosstier.core.config import load_settings
-    from crosstier.flows.correlate import correlate, extract_task, score_task
+    from crosstier.flows.correlate import LINK_KEY, correlate, extract_task, score_task
     from crosstier.transforms import partitions
     from crosstier.transforms.link import links
     from crosstier.transforms.link.terms import with_terms
@@ -338,12 +338,15 @@ def test_mapped_tasks_take_and_return_partition_paths_and_no_run_leaves_them_beh
     def mapped():
         return extract_task(store, settings.max_content_bytes, tmp_path / "work" / "extract" / "0000"), score_task("default", folder, settings.scoring, None)
 
-    part, (links_path, pairs) = mapped()
+    part, scored = mapped()
     assert isinstance(part, partitions.StorePart) and part.memories.exists() and part.rows == direct.memories.height
     assert part.read().memories.equals(direct.memories) and part.read().rejects.equals(direct.rejects)
     expected, expected_pairs = links.scored_links_with_count(memories, vectors, settings.scoring)
-    assert links_path == folder / "links.parquet" and pairs == expected_pairs
-    assert partitions.read_frame(links_path).equals(expected)
+    assert scored.links == folder / "links.parquet" and scored.pairs == expected_pairs and scored.rows == expected.height
+    assert partitions.read_frame(scored.links).equals(expected.sort(LINK_KEY))  # sorted by the link key
+    # a full run's task caps its namespace: what the cap over its frame keeps
+    capped = links.capped_links(expected, settings.scoring.max_links_per_memory, memories, tau_days=settings.scoring.tau_days)
+    assert scored.capped == folder / "capped.parquet" and partitions.read_frame(scored.capped).equals(capped)
     assert not list((tmp_path / "work").rglob("*.tmp"))  # written by rename: no half partition left
 
     dead = settings.output_dir / "work" / "20260101T000000-dead" / "score" / "000000"

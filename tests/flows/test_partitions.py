@@ -38,3 +38,43 @@ def test_a_producer_that_fails_leaves_neither_the_partition_nor_a_temporary(tmp_
     with pytest.raises(RuntimeError, match="classification failed"):
         partitions.write_frames(parts(), tmp_path / "links.parquet", SCHEMA)
     assert list(tmp_path.iterdir()) == []
+
+
+def _frame(seed: int, rows: int) -> pl.DataFrame:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = ["", "B", "a", "a1", "a10", "é", "z", "Zebra", "ß", "a-1"]
+    return pl.DataFrame({
+        "id": [str(rng.choice(ids)) + str(rng.integers(3)) * int(rng.integers(2)) for _ in range(rows)],
+        "score": rng.random(rows),
+        "note": [None if rng.random() < 0.2 else f"n{i}" for i in range(rows)],
+    }).unique(["id", "score"])
+
+
+def test_a_sorted_partition_orders_as_polars_and_merges_several(tmp_path):
+    """DuckDB sorts the stored links outside polars' heap: the same order as polars' sort
+    (strings in byte order, upper case and accents included), the same schema, several
+    partitions merged into one; no spill folder or temporary is left."""
+    frames = [_frame(seed, 500) for seed in (1, 2, 3)]
+    sources = [partitions.write_frame(frame, tmp_path / f"part-{i}.parquet") for i, frame in enumerate(frames)]
+    merged = partitions.sorted_partition(sources, tmp_path / "sorted.parquet", ["id", "score"])
+    back = partitions.read_frame(merged)
+    assert back.schema == frames[0].schema
+    assert back.equals(pl.concat(frames).sort("id", "score"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0.parquet", "part-1.parquet", "part-2.parquet", "sorted.parquet"]
+    empty = partitions.write_frame(frames[0].clear(), tmp_path / "empty.parquet")
+    assert partitions.read_frame(partitions.sorted_partition([empty], tmp_path / "empty-sorted.parquet", ["id"])).schema == frames[0].schema
+
+
+def test_rows_read_a_row_group_at_a_time_are_the_frames_rows(tmp_path):
+    import numpy as np
+
+    frame = _frame(4, 3000)
+    path = tmp_path / "links.parquet"
+    frame.write_parquet(path, row_group_size=256)  # many row groups: rows taken from several
+    for rows in (np.array([0, 1, 255, 256, 257, frame.height - 1]), np.sort(np.random.default_rng(5).choice(frame.height, 700, replace=False)),
+                 np.arange(frame.height)):
+        assert partitions.read_rows(path, pl.Series(rows, dtype=pl.UInt32)).equals(frame[rows])
+    none = partitions.read_rows(path, np.array([], dtype=np.int64))
+    assert none.height == 0 and none.schema == frame.schema

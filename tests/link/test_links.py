@@ -349,6 +349,39 @@ def test_the_cap_with_copies_and_undated_origins_equals_folding_and_turning_roun
     assert out.join(demoted, on=key).height > 0  # some kept as turned round
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_cap_of_a_partition_keeps_what_the_cap_of_its_frame_keeps(tmp_path, seed):
+    """A full run's score task caps its namespace's stored links from their partition (the
+    cap's columns read, then the kept rows' others, a row group at a time): the same rows as
+    the cap of the frame, with copies folded and undated origins turned round."""
+    from crosstier.transforms.link import copies
+
+    rng = np.random.default_rng(seed)
+    ids = [f"e{i:02d}" for i in range(30)] + [f"f{i:02d}" for i in range(12)]
+    rows = [{"id": i, "tier": "episodic" if i[0] == "e" else "semantic", "content": f"note {i}",
+             "timestamp": None if rng.random() < 0.3 else at(hours=int(i[1:]))} for i in ids]
+    rows[1]["content"] = rows[2]["content"] = rows[31]["content"] = "the same text"
+    mems = memories(*rows)
+    found = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            if rng.random() < 0.6:
+                kind = "derives_from" if b[0] == "f" and rng.random() < 0.6 else str(rng.choice(["supports", "causal"]))
+                row = link(b if kind == "derives_from" else a, a if kind == "derives_from" else b, float(rng.choice([0.6, 0.7, 0.8, 0.9])), rtype=kind)
+                found.append({**row, "temporal": None if rng.random() < 0.5 else 0.5, "reason": f"why {a} {b}",
+                              "source_tier": "semantic" if row["source_id"][0] == "f" else "episodic",
+                              "target_tier": "semantic" if row["target_id"][0] == "f" else "episodic"})
+    frame = links_frame(*found).sort("source_id", "target_id", "relationship_type")
+    path = tmp_path / "links.parquet"
+    frame.write_parquet(path, row_group_size=64)
+    groups = copies.copy_groups(mems)
+    assert not links_module.undated_origin_demotions(frame, copies.copy_folded_rows(frame, groups)).is_empty()
+    for k in (1, 3, 50):
+        expected = capped_links(frame, k, mems, groups=groups)
+        assert 0 < expected.height
+        assert links_module.capped_links_of_partition(path, k, mems).equals(expected), k
+
+
 def test_tier_distribution_counts_memories_orphans_links():
     mems = memories(
         {"id": "e1", "tier": "episodic", "content": "x"},

@@ -22,6 +22,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms import partitions
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
@@ -456,9 +457,29 @@ def capped_links(
     # Copy folding, undated origins and the ranking read the cap's columns alone; the others
     # (reasons, metadata) are gathered for the kept rows only. Every step on all columns copied
     # every link's reason: at 50k dense memories (1.9M links) the cap raised the peak by ~0.9 GB.
+    return _capped(links.select(CAP_COLUMNS), lambda rows: links[rows], links.clear(), max_links_per_memory, memories,
+                   tau_days=tau_days, groups=groups, ordered=ordered)
+
+
+def capped_links_of_partition(path: Path, max_links_per_memory: int, memories: pl.DataFrame | None = None, *,
+                              tau_days: float = 7.0, groups: pl.DataFrame | None = None) -> pl.DataFrame:
+    """capped_links of the links in a Parquet partition (a full run's score task: one
+    namespace's stored links), reading the cap's columns and then only the kept rows' others,
+    so the stored links are never held whole (4.07M at 100k dense memories, ~0.9M kept)."""
+    schema = {name: kind for name, kind in RELATIONSHIP_SCHEMA.items()}
+    decided = pl.read_parquet(path, columns=list(CAP_COLUMNS)).cast({name: schema[name] for name in CAP_COLUMNS})
+    return _capped(decided, lambda rows: partitions.read_rows(path, rows).cast(schema), pl.DataFrame(schema=RELATIONSHIP_SCHEMA),
+                   max_links_per_memory, memories, tau_days=tau_days, groups=groups, ordered=True)
+
+
+def _capped(
+    decided: pl.DataFrame, rows_of: Callable[[pl.Series], pl.DataFrame], empty: pl.DataFrame, max_links_per_memory: int,
+    memories: pl.DataFrame | None, *, tau_days: float, groups: pl.DataFrame | None, ordered: bool,
+) -> pl.DataFrame:
+    """The cap over the links' CAP_COLUMNS (`decided`); `rows_of(positions)` gives the kept
+    links whole, `empty` their shape when none is kept."""
     # The copy fold's dropped rows are masked, not filtered out: a filtered copy of these columns
     # for 4.07M links (100k dense) cost ~1 GB to drop a few hundred.
-    decided = links.select(CAP_COLUMNS)
     folded: pl.Series | None = None  # the rows the fold keeps (None: all)
     chain = pl.DataFrame(schema=RELATIONSHIP_SCHEMA)
     if memories is not None and memories.height:
@@ -475,14 +496,14 @@ def capped_links(
             chain = chain.join(between.select(pl.col("target_id").alias("source_id"), pl.col("source_id").alias("target_id")),
                                on=["source_id", "target_id"], how="anti")
     if decided.height == 0 or (folded is not None and not folded.any()):
-        out = chain if chain.height else links.clear()
+        out = chain if chain.height else empty
         return out.sort("source_id", "target_id") if ordered else out
     demoted = undated_origin_demotions(decided, folded)
     ranked = _ranked_as_integers(decided, demoted)
     ranked = ranked if folded is None else ranked.filter(folded)
     kept_rows = _run("capped_links", {"links": ranked}, {"max_links": max_links_per_memory}).get_column("_cap_row").sort()
-    del ranked
-    kept = links[kept_rows]
+    del ranked, decided
+    kept = rows_of(kept_rows)
     if not demoted.is_empty():  # an undated origin demoted to supports is turned round
         kept = turned_round(kept, pl.lit(kept_rows.is_in(demoted.implode())))
     out = pl.concat([kept, chain]) if chain.height else kept

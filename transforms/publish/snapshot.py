@@ -74,8 +74,12 @@ def _write_partitions(frame: pl.DataFrame, folder: Path) -> None:
     fsync_dir(folder)
 
 
-def _write_table(name: str, frame: pl.DataFrame, staging: Path) -> None:
-    if name in PARTITIONED_TABLES:
+def _write_table(name: str, frame: pl.DataFrame | Path, staging: Path) -> None:
+    if isinstance(frame, Path):  # a partition the run already wrote (a full run's stored links)
+        shutil.copyfile(frame, staging / f"{name}.parquet")
+        with open(staging / f"{name}.parquet", "rb") as handle:
+            os.fsync(handle.fileno())
+    elif name in PARTITIONED_TABLES:
         _write_partitions(frame, staging / name)
     else:
         _write_parquet(frame, staging / f"{name}.parquet")
@@ -121,13 +125,14 @@ def publish_snapshot(
     catalog: Catalog,
     run_id: str,
     *,
-    parquet_only: dict[str, pl.DataFrame] | None = None,
+    parquet_only: dict[str, pl.DataFrame | Path] | None = None,
     record: dict | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> Published:
     """Write every table as Parquet, the run's `record` and the DuckDB file built from the
     tables into a new snapshot folder, then make it current in one rename. `parquet_only`
-    tables (vectors, incremental state) go into the folder but not the DuckDB file.
+    tables (vectors, incremental state) go into the folder but not the DuckDB file; one given
+    as the path of a Parquet partition is copied as it is.
     `checkpoint(step)` is called after every write and rename (see STEPS). Returns what was written."""
     step = checkpoint or (lambda _: None)
     snapshots = catalog.snapshots_dir
