@@ -305,6 +305,34 @@ def test_cap_on_integer_codes_keeps_what_the_cap_on_the_strings_keeps():
     assert out.select(key).sort(key).equals(on_strings.select(key).sort(key))
 
 
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_the_cap_ranked_by_one_sort_of_both_ends_keeps_what_the_sql_keeps(seed):
+    """The cap ranks each memory's ends by one sort (links._capped_rows) instead of the SQL's
+    window: with many ties in score, ids that sort oddly, several types, explicit references
+    and manual links, the same links as sql/capped_links on the strings, at every cap; and
+    where a key repeats, the SQL's own grouping of its ends decides."""
+    rng = np.random.default_rng(seed)
+    ids = ["a", "B", "a1", "a10", "a2", "é", "Z", "", "ab", "b"] + [f"m{i}" for i in range(20)]
+    rows = []
+    for i in range(len(ids)):
+        for j in range(len(ids)):
+            if i < j and rng.random() < 0.5:
+                pick = rng.random()
+                rows.append(link(ids[i], ids[j], float(rng.choice([0.6, 0.7, 0.8])), rtype=str(rng.choice(["supports", "causal", "references"])),
+                                 xref=1.0 if pick < 0.05 else 0.0, origin="manual" if 0.05 <= pick < 0.08 else "discovered"))
+    frame = links_frame(*rows)
+    key = ["source_id", "target_id", "relationship_type"]
+    for k in (1, 2, 5, 50):
+        on_strings = links_module._run("capped_links", {"links": frame}, {"max_links": k})
+        out = capped_links(frame, k)
+        assert out.select(key).sort(key).equals(on_strings.select(key).sort(key)), k
+        if k < 5:
+            assert out.height < frame.height
+    repeated = pl.concat([frame, frame.head(5).with_columns(score=pl.col("score") - 0.05)])  # five keys twice
+    on_strings = links_module._run("capped_links", {"links": repeated}, {"max_links": 2})
+    assert capped_links(repeated, 2).select(key).sort(key).equals(on_strings.select(key).sort(key))
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_cap_with_copies_and_undated_origins_equals_folding_and_turning_round_first(seed):
     """The cap masks the copy fold's drops and turns undated origins round in its integer ranks

@@ -501,7 +501,7 @@ def _capped(
     demoted = undated_origin_demotions(decided, folded)
     ranked = _ranked_as_integers(decided, demoted)
     ranked = ranked if folded is None else ranked.filter(folded)
-    kept_rows = _run("capped_links", {"links": ranked}, {"max_links": max_links_per_memory}).get_column("_cap_row").sort()
+    kept_rows = _capped_rows(ranked, max_links_per_memory)
     del ranked, decided
     kept = rows_of(kept_rows)
     if not demoted.is_empty():  # an undated origin demoted to supports is turned round
@@ -527,6 +527,52 @@ def _ranked_as_integers(links: pl.DataFrame, demoted: pl.Series | None = None) -
         return ranked
     supports = type_names.to_list().index("supports")  # its code: its place among the sorted names
     return turned_round(ranked, pl.col("_cap_row").is_in(demoted.implode()), pl.lit(supports, dtype=pl.Int64))
+
+
+_KEY_BITS = 30  # id codes up to 2^30: a link's (source, target, type) codes fit one UInt64 key
+
+
+def _capped_rows(ranked: pl.DataFrame, max_links: int) -> pl.Series:
+    """The `_cap_row` of the links sql/capped_links keeps of `ranked` (_ranked_as_integers),
+    ascending. Where the link keys are distinct (a run's stored links hold one row per key),
+    the SQL's window is one sort of both ends of every link (by memory, score descending, the
+    other end, type): an end's rank is its place in its memory's run, and a link is kept
+    when both its ends rank within the cap; free links (explicit references, manual) always.
+    The same rows as the SQL (tests/link/test_links.py checks it against the SQL on the strings);
+    where keys repeat, the SQL itself decides (it groups their ends). At 100k dense memories
+    the SQL's window over the 8.1M ends raised the cap's peak by ~0.85 GB, this sort by ~0.4 GB."""
+    n_types = int(ranked.get_column("relationship_type").max() or 0) + 1
+    ids = int(max(ranked.get_column("source_id").max() or 0, ranked.get_column("target_id").max() or 0)) + 1
+    free = ranked.select((pl.col("origin") == "manual") | (pl.col("cross_reference").fill_null(0.0) > 0)).to_series()
+    keys = ranked.select(
+        pl.col("source_id").cast(pl.UInt64) * (1 << (_KEY_BITS + 4)) + pl.col("target_id").cast(pl.UInt64) * 16 + pl.col("relationship_type").cast(pl.UInt64)
+    ).to_series()
+    if n_types > 16 or ids > 1 << _KEY_BITS or keys.n_unique() != ranked.height or ranked.get_column("score").has_nulls():
+        return _run("capped_links", {"links": ranked}, {"max_links": max_links}).get_column("_cap_row").sort()
+    del keys
+    capped = ranked.filter(~free)
+    n = capped.height
+    source, target = capped.get_column("source_id").cast(pl.UInt32), capped.get_column("target_id").cast(pl.UInt32)
+    ends = pl.DataFrame({
+        "memory": pl.concat([source, target]),
+        "score": pl.concat([capped.get_column("score")] * 2),
+        "other": pl.concat([target, source]),
+        "type": pl.concat([capped.get_column("relationship_type").cast(pl.UInt8)] * 2),
+    })
+    del source, target
+    order = ends.select(pl.arg_sort_by(["memory", "score", "other", "type"], descending=[False, True, False, False])).to_series().to_numpy()
+    memory = ends.get_column("memory").to_numpy()[order]
+    del ends
+    start = np.zeros(2 * n, dtype=np.int64)  # where each end's memory's run starts in the sorted ends
+    runs = np.flatnonzero(memory[1:] != memory[:-1]) + 1
+    start[runs] = runs
+    np.maximum.accumulate(start, out=start)
+    del memory, runs
+    rank = np.empty(2 * n, dtype=np.int64)  # each end's rank (from 0) among its memory's links
+    rank[order] = np.arange(2 * n) - start
+    del order, start
+    within = np.maximum(rank[:n], rank[n:]) < max_links
+    return pl.concat([capped.get_column("_cap_row").filter(pl.Series(within)), ranked.get_column("_cap_row").filter(free)]).sort()
 
 
 def _sorted_codes(values: pl.Series) -> pl.Series:
