@@ -100,10 +100,28 @@ def test_entity_terms_are_remembered_for_short_texts_only_and_callers_cannot_cha
     short = "Deployed api-gateway v2.3.1 to staging for Maya"
     long = short + " and then" * 80  # over _REMEMBERED_CHARS
     assert len(long) > terms_module._REMEMBERED_CHARS >= len(short)
-    terms_module._remembered_entity_terms.cache_clear()
+    terms_module._REMEMBERED.clear()
     first = memory_terms(short)
-    assert terms_module._remembered_entity_terms.cache_info().currsize == 1
+    assert list(terms_module._REMEMBERED) == [short]
     assert memory_terms(short) == first  # the remembered set came back whole, not grown by the first call
     assert isinstance(terms_module.entity_terms(short)[0], frozenset)
-    assert memory_terms(long)[: 3] and terms_module._remembered_entity_terms.cache_info().currsize == 1
+    assert memory_terms(long)[: 3] and list(terms_module._REMEMBERED) == [short]
     assert terms_module.entity_terms(long) == terms_module._entity_terms(long)
+    # the classifier's evidence is the last use: it takes the entry out, with the same answer
+    assert terms_module.entity_terms(short, last_use=True) == terms_module._entity_terms(short) and not terms_module._REMEMBERED
+    assert terms_module.entity_terms(short, last_use=True) == terms_module._entity_terms(short) and not terms_module._REMEMBERED
+
+
+def test_a_runs_remembered_entity_terms_are_let_go_once_its_evidence_is_made():
+    """with_terms remembers each short text's entity terms for the classifier's evidence, which
+    takes them: after link_memories nothing of the run is held (100k memories: ~0.27 GB)."""
+    from crosstier.transforms.link import terms as terms_module
+    from crosstier.transforms.link.links import link_memories
+
+    terms_module._REMEMBERED.clear()
+    texts = [f"Deployed api-gateway v2.{i}.1 to staging for Maya" for i in range(40)] + ["Deployed api-gateway v2.0.1 to staging for Maya"]
+    memories = with_terms(_frame(texts))
+    assert len(terms_module._REMEMBERED) == 40  # one per distinct text
+    linked = link_memories(memories.with_columns(namespace=pl.lit("default")))
+    assert not terms_module._REMEMBERED
+    assert "maya" in linked["named_terms"].to_list()[0]

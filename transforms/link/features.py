@@ -440,7 +440,7 @@ _CAPITALISED = re.compile(r"(?<![.!?:;\n]\s)(?<!^)\b[A-Z][a-z]+\b")
 
 def named_terms(content: str, entities: list[str] | None, terms: list[str]) -> list[str]:
     """The memory's terms that name something: identifiers, names, capitalised words mid-sentence, given entities."""
-    named = set(entity_terms(content)[0])
+    named = set(entity_terms(content, last_use=True)[0])  # the memory's last use: with_terms found them first
     for match in _CAPITALISED.finditer(content):
         before = content[: match.start()].rstrip()  # a sentence's first word is no name
         if before and before[-1] not in ".!?:;":

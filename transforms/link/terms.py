@@ -8,7 +8,6 @@ incremental run stays exact. Corpus frequency only steers candidate generation
 
 from __future__ import annotations
 
-import functools
 import re
 
 import polars as pl
@@ -131,17 +130,31 @@ def _names(text: str) -> set[str]:
     return out
 
 
-def entity_terms(text: str) -> tuple[frozenset[str], str]:
+def entity_terms(text: str, *, last_use: bool = False) -> tuple[frozenset[str], str]:
     """Identifiers and names in the text, lower-cased, and the text left once they are cut out.
 
     Remembered for short texts: a run finds each memory's terms (with_terms), then its
     classifier evidence (features.named_terms) from the same texts, and the second pass cost
-    ~0.1 ms a memory. Only texts up to _REMEMBERED_CHARS: the cache holds each text and its
-    rest, so a long document is scanned twice instead of held."""
-    return _remembered_entity_terms(text) if len(text) <= _REMEMBERED_CHARS else _entity_terms(text)
+    ~0.1 ms a memory. The second pass says `last_use` and takes the entry out, so what a run
+    remembered is let go once a namespace's evidence is made: held through the score stage, the
+    entries of 100k memories kept ~0.27 GB resident under the scoring's own peak. Only texts up
+    to _REMEMBERED_CHARS: an entry holds the text and its rest, so a long document is scanned
+    twice instead of held."""
+    if len(text) > _REMEMBERED_CHARS:
+        return _entity_terms(text)
+    found = _REMEMBERED.pop(text, None) if last_use else _REMEMBERED.get(text)
+    if found is None:
+        found = _entity_terms(text)
+        if not last_use and len(_REMEMBERED) < _REMEMBERED_ENTRIES:
+            _REMEMBERED[text] = found
+    return found
 
 
 _REMEMBERED_CHARS = 512  # with 131,072 entries, ~150 MB at most; ~60 MB for 100k chat-sized texts
+_REMEMBERED_ENTRIES = 1 << 17
+# text -> _entity_terms(text), from with_terms until the classifier's evidence takes it (dict
+# operations are atomic under the GIL: score tasks running in threads share it safely)
+_REMEMBERED: dict[str, tuple[frozenset[str], str]] = {}
 
 
 def _entity_terms(text: str) -> tuple[frozenset[str], str]:
@@ -155,9 +168,6 @@ def _entity_terms(text: str) -> tuple[frozenset[str], str]:
         out.update(match.group(0).lower() for match in pattern.finditer(rest))
     out |= _names(rest)
     return frozenset(term for term in out if term and term not in STOP_WORDS), rest
-
-
-_remembered_entity_terms = functools.lru_cache(maxsize=1 << 17)(_entity_terms)
 
 
 def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
