@@ -7,6 +7,7 @@ the CLI in a subprocess, and its wall time, peak memory and seconds per stage.
     .venv/bin/python bench/scale.py --n 100000 --min-score 0.45 --check-recall  # approximate vs exact search
     .venv/bin/python bench/scale.py --n 1000000 --search-only --check-recall --recall-sample 5000
     .venv/bin/python bench/scale.py --n 100000 --task-runner dask   # a local Dask cluster
+    .venv/bin/python bench/scale.py --n 100000 --then-add 50        # + the incremental run after 50 new memories
 
 The corpus (vectorised, so 1M rows take seconds): per namespace, sessions of 10 chat turns
 every ~6 hours, then 2 facts drawn from turns (some citing their turn) and a procedure. 80
@@ -218,9 +219,10 @@ def role(pid: int, root: int, cmd: str) -> str:
     return "other"
 
 
-def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str) -> dict:
-    """`ctc run --full` in a subprocess: wall seconds, peak RSS per process, and the run's summary."""
-    command = [str(Path(sys.executable).parent / "ctc"), "run", "--full", "--config", str(work / "correlator.toml")]
+def run_ctc(work: Path, task_runner: str, env: dict[str, str], log_name: str, full: bool = True) -> dict:
+    """`ctc run --full` (or, `full` False, the incremental `ctc run` a schedule makes) in a
+    subprocess: wall seconds, peak RSS per process, and the run's summary."""
+    command = [str(Path(sys.executable).parent / "ctc"), "run", *(["--full"] if full else []), "--config", str(work / "correlator.toml")]
     if task_runner == "dask":
         command += ["--task-runner", "dask"]
     started = time.perf_counter()
@@ -304,14 +306,29 @@ def search_recall(store: Path, fmt: str, min_score: float | None, sample: int, a
             "exact_search_s": round(exact_s, 1), "ann_search_s": round(approximate_s, 1)}
 
 
-def whole_run(work: Path, task_runner: str, env: dict[str, str]) -> dict:
-    """`ctc run --full` once: its figures for the RESULT line, printed as they come."""
+def add_sessions(path: Path, fmt: str, n: int, count: int, namespaces: int, seed: int) -> int:
+    """`count` more memories (new sessions after the corpus's last, on the same topics) added
+    to the store, as agents write them between two scheduled runs; returns how many."""
+    table = corpus_chunk(-(-n // PER_SESSION), -(-count // PER_SESSION), namespaces, seed).slice(0, count)
+    if fmt == "parquet":
+        tmp = path.with_name(f".{path.name}.tmp")
+        pq.write_table(pa.concat_tables([pq.read_table(path), table]), tmp)
+        os.replace(tmp, path)
+    else:
+        with open(path, "ab") as handle:
+            pl.from_arrow(table).with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).write_ndjson(handle)
+    return table.num_rows
+
+
+def whole_run(work: Path, task_runner: str, env: dict[str, str], full: bool = True) -> dict:
+    """`ctc run --full` (or the incremental `ctc run`) once: its figures for the RESULT line,
+    printed as they come."""
     load_before = Path("/proc/loadavg").read_text().split()[:3]
-    run = run_ctc(work, task_runner, env, "run.log")
+    run = run_ctc(work, task_runner, env, "run.log" if full else "incremental.log", full)
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     summary = run["summary"]
     stages = summary.get("stage_seconds", {})
-    print(f"run: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
+    print(f"{'run' if full else 'incremental run'}: {run['wall']:.1f} s wall, {run['flow_cpu']:.1f} s CPU in the flow process, {summary['memories']} memories, {summary['rejects']} rejects, "
           f"{summary['pairs_scored']} pairs scored, {summary['relationships']} links")
     print("  stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in stages.items()))
     if summary.get("stage_peak_mib"):
@@ -329,6 +346,8 @@ def whole_run(work: Path, task_runner: str, env: dict[str, str]) -> dict:
     result.update({f"{k}_peak_mib": round(v) for k, v in summary.get("stage_peak_mib", {}).items()})
     result["flow_total_s"] = round(summary.get("seconds", 0.0), 2)  # the flow's own time; wall adds Prefect's start
     result.update(links=summary["relationships"], pairs_scored=summary["pairs_scored"], rejects=summary["rejects"])
+    if not full:
+        result["changed"] = summary.get("changed", 0)
     return result
 
 
@@ -343,6 +362,8 @@ def main() -> None:
     parser.add_argument("--recall-sample", type=int, default=100_000, help="exact search for at most this many queries")
     parser.add_argument("--recall-floor", type=float, default=None, help="measure the search at this cosine floor instead of the scoring's")
     parser.add_argument("--search-only", action="store_true", help="skip the run: only the corpus and --check-recall")
+    parser.add_argument("--then-add", type=int, default=0, metavar="K",
+                        help="after the full run, add K memories to the store and time the incremental `ctc run` a schedule makes (incremental_* figures)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp folder)")
     args = parser.parse_args()
@@ -368,6 +389,10 @@ def main() -> None:
     }
     if not args.search_only:
         result.update(whole_run(work, args.task_runner, env))
+        if args.then_add:
+            added = add_sessions(store, args.format, written, args.then_add, args.namespaces, args.seed)
+            print(f"added {added} memories to {store}", flush=True)
+            result.update({f"incremental_{k}": v for k, v in whole_run(work, args.task_runner, env, full=False).items()})
     if args.check_recall:
         result.update(search_recall(store, args.format, args.min_score, args.recall_sample, args.recall_floor))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
@@ -377,6 +402,7 @@ def main() -> None:
     command += f" --min-score {args.min_score}" if args.min_score is not None else ""
     command += f" --recall-floor {args.recall_floor}" if args.recall_floor is not None else ""
     command += (" --search-only" if args.search_only else "") + (f" --recall-sample {args.recall_sample}" if args.recall_sample != 100_000 else "")
+    command += f" --then-add {args.then_add}" if args.then_add else ""
     print(f"reproduce: {command}")
     print("RESULT " + " ".join(f"{k}={v}" for k, v in result.items()))
 

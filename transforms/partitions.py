@@ -12,6 +12,7 @@ must see it at the same path, as it sees the stores and the embedding cache.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -114,9 +115,27 @@ def write_matrix(matrix: np.ndarray, path: Path) -> Path:
     return path
 
 
+_NPY_SHAPE = re.compile(rb"'shape': \(([0-9, ]*)\)")
+
+
 def read_matrix(path: Path) -> np.ndarray:
-    """The matrix, mapped from the file rather than copied into memory."""
-    return np.load(path, mmap_mode="r", allow_pickle=False)
+    """The matrix, mapped from the file rather than copied into memory.
+
+    np.load parses a .npy header with Python's ast, whose constructor is not thread-safe in
+    CPython 3.11 (two score tasks starting at once in the flow's threads failed with
+    "AST constructor recursion depth mismatch"), so the header write_matrix wrote (float32, C
+    order) is read here without it."""
+    with open(path, "rb") as handle:
+        major, _ = np.lib.format.read_magic(handle)
+        header = handle.read(int.from_bytes(handle.read(2 if major == 1 else 4), "little"))
+        offset = handle.tell()
+    found = _NPY_SHAPE.search(header)
+    if found is None or b"'descr': '<f4'" not in header or b"'fortran_order': False" not in header:
+        raise ValueError(f"{path} is not a float32 matrix partition (header {header[:80]!r})")
+    shape = tuple(int(size) for size in found.group(1).split(b",") if size.strip())
+    if 0 in shape:  # nothing to map
+        return np.zeros(shape, dtype=np.float32)
+    return np.memmap(path, dtype="<f4", mode="r", offset=offset, shape=shape)
 
 
 @dataclass(frozen=True)
