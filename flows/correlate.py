@@ -32,7 +32,6 @@ from crosstier.transforms.link.manual import manual_relationships, merged_relati
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
 from crosstier.transforms.schema import RELATIONSHIP_SCHEMA
-from crosstier.transforms.sorted_rows import sorted_column_by_column
 from crosstier.transforms.stores.extract import Extracted, ExtractError, combined_extracts, extract_store, with_vector_length
 
 LINK_KEY = ("source_id", "target_id", "relationship_type")  # one scored link per key: the stored links' order
@@ -217,10 +216,9 @@ def stored_links_partition(parts: list[partitions.ScorePart], work: Path) -> Pat
 
 @dataclass
 class Linked:
-    """Links of this run: before the cap (kept for the next incremental run: a frame, or in a
-    full run the partition that holds them) and after it."""
+    """Links of this run: before the cap (the partition kept for the next incremental run) and after it."""
 
-    scored: pl.DataFrame | Path
+    scored: Path
     capped: pl.DataFrame
     fingerprints: pl.DataFrame
     pairs_scored: int
@@ -243,14 +241,22 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
     groups = copies.copy_groups(memories)  # once, for the cap's reach and the cap
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
-    focus = cap_reach.refocused(changed, deleted, previous["scored_links"], reach)
-    kept = incremental.kept_links(previous["scored_links"], focus | deleted)
+    previous_links = previous["scored_links"]  # a partition: never read whole into the flow
+    focus = cap_reach.refocused(changed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
+    kept = partitions.rows_without_ends(previous_links, focus | deleted, work / "score" / "kept.parquet")
     parts = scored_by_namespace(memories, vectors, scoring, focus, work)
-    fresh = read_links([part.links for part in parts])
     # kept has no end in focus and fresh has one in every row: the two never overlap.
-    scored = sorted_column_by_column(cap_reach.within_reach(pl.concat([kept, fresh]), reach), LINK_KEY)
-    capped = links.capped_links(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
+    merged = partitions.sorted_partition([kept, *(part.links for part in parts)], work / "score" / "merged.parquet", LINK_KEY)
+    scored, _ = partitions.copied_rows(merged, within_reach_rows(merged, reach), work / "score" / "links.parquet")
+    capped = links.capped_links_of_partition(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
     return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted))
+
+
+def within_reach_rows(path: Path, reach: cap_reach.CapReach) -> np.ndarray:
+    """The positions of the links in a partition that the cap may still keep, read from the
+    columns cap_reach ranks by alone."""
+    decided = pl.read_parquet(path, columns=["source_id", "target_id", "score", "cross_reference", "origin"])
+    return np.flatnonzero(~cap_reach.beyond_reach(decided, reach).to_numpy()) if decided.height else np.zeros(0, dtype=np.int64)
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

@@ -51,16 +51,3 @@ def test_kept_per_frame_works_once_per_frame_held_and_forgets_the_oldest():
     assert doubled(pl.DataFrame({"x": [1]})).equals(first) and len(calls) == 2  # an equal frame is another frame
     doubled(b), doubled(c)  # a falls out of the last two
     assert doubled(a).equals(first) and len(calls) == 5
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(keys, keys, st.sampled_from(["supports", "causal", "références"])), unique=True, max_size=40))
-def test_sorted_column_by_column_equals_a_sort_and_empties_its_input(rows):
-    """The batch run's stored links: unique (source, target, type) keys, every column sorted by them."""
-    links = pl.DataFrame({"source_id": [r[0] for r in rows], "target_id": [r[1] for r in rows], "relationship_type": [r[2] for r in rows],
-                          "score": [float(i) for i in range(len(rows))], "terms": [[r[0], "x"] for r in rows]},
-                         schema={"source_id": pl.String, "target_id": pl.String, "relationship_type": pl.String, "score": pl.Float64, "terms": pl.List(pl.String)})
-    expected = links.sort("source_id", "target_id", "relationship_type")
-    taken = links.clone()
-    assert sorted_rows.sorted_column_by_column(taken, ("source_id", "target_id", "relationship_type")).equals(expected)
-    assert taken.width == 0  # each column was taken out as its sorted copy was made

@@ -72,18 +72,46 @@ def read_rows(path: Path, rows: np.ndarray | pl.Series) -> pl.DataFrame:
     """The rows of a Parquet partition at `rows` (ascending positions), read a row group at a
     time: only the rows asked for are ever held (the cap keeps ~0.9M of 4.07M stored links at
     100k dense memories; read whole, their reasons and components cost ~0.6 GB more)."""
+    tables = list(_taken(pq.ParquetFile(path), rows))
+    if not tables:
+        return pl.DataFrame(schema=pl.read_parquet_schema(path))
+    return pl.from_arrow(pa.concat_tables(tables))
+
+
+def copied_rows(source: Path, rows: np.ndarray | pl.Series, path: Path) -> tuple[Path, int]:
+    """The rows of `source` at `rows` (ascending positions) as a partition at `path`
+    (atomically), a row group at a time; returns the path and the rows written."""
+    parquet = pq.ParquetFile(source)
+    written = 0
+    with _written_atomically(path) as tmp, pq.ParquetWriter(tmp, parquet.schema_arrow, compression="lz4", write_statistics=False) as writer:
+        for table in _taken(parquet, rows):
+            writer.write_table(table)
+            written += table.num_rows
+    return path, written
+
+
+def _taken(parquet: pq.ParquetFile, rows: np.ndarray | pl.Series) -> Iterator[pa.Table]:
     positions = np.asarray(rows, dtype=np.int64)
-    parquet = pq.ParquetFile(path)
-    tables, start = [], 0
+    start = 0
     for group in range(parquet.num_row_groups):
         size = parquet.metadata.row_group(group).num_rows
         low, high = np.searchsorted(positions, [start, start + size])
         if high > low:
-            tables.append(parquet.read_row_group(group).take(pa.array(positions[low:high] - start)))
+            yield parquet.read_row_group(group).take(pa.array(positions[low:high] - start))
         start += size
-    if not tables:
-        return pl.DataFrame(schema=pl.read_parquet_schema(path))
-    return pl.from_arrow(pa.concat_tables(tables))
+
+
+def rows_without_ends(source: Path, ids: Iterable[str], path: Path, ends: Sequence[str] = ("source_id", "target_id")) -> Path:
+    """The rows of `source` with no end among `ids`, in their order, as a partition at `path`
+    (atomically), streamed: an incremental run's kept links without reading the last
+    snapshot's stored links into memory."""
+    excluded = pl.Series(sorted(set(ids)), dtype=pl.String).implode()
+    keep = pl.lit(True)
+    for end in ends:
+        keep = keep & ~pl.col(end).is_in(excluded)
+    with _written_atomically(path) as tmp:
+        pl.scan_parquet(source).filter(keep).sink_parquet(tmp, compression="lz4", statistics=False, maintain_order=True)
+    return path
 
 
 def sorted_partition(sources: Sequence[Path], path: Path, by: Sequence[str], *, memory_limit: str = "1GB") -> Path:

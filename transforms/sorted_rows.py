@@ -5,13 +5,13 @@ frame again moved every column of 100k rows (~50 ms for the evidence's list colu
 Here the few rows are put in place between slices of the kept ones, which polars joins
 without copying; the chunks are merged into one again once there are many of them.
 `kept_per_frame` keeps what was worked out of a frame that stays from one micro-batch to
-the next. `sorted_column_by_column` sorts a big frame of the batch run without holding it twice.
+the next.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -44,15 +44,6 @@ def with_rows_inserted(kept: pl.DataFrame, fresh: pl.DataFrame, key: str = "id")
         parts.append(kept.slice(start))
     out = pl.concat(parts, rechunk=False)
     return out.rechunk() if out.n_chunks() > MAX_CHUNKS else out
-
-
-def sorted_column_by_column(frame: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
-    """`frame.sort(by)` for keys that are unique, built a column at a time: each column is
-    taken out of `frame` (which is left empty) as its sorted copy is made, so the frame is
-    never held twice. A batch run's scored links (4M at 100k dense memories) peaked ~1.5 GB
-    above themselves when sorted whole, the row-encoded keys and a whole second frame."""
-    order = frame.select(pl.arg_sort_by(*by)).to_series()
-    return pl.DataFrame([frame.drop_in_place(name).gather(order) for name in list(frame.columns)])
 
 
 def kept_per_frame(size: int) -> Callable[[Callable[[pl.DataFrame], pl.DataFrame]], Callable[[pl.DataFrame], pl.DataFrame]]:
