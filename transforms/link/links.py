@@ -464,9 +464,10 @@ def capped_links(
 def capped_links_of_partition(path: Path, max_links_per_memory: int, memories: pl.DataFrame | None = None, *,
                               tau_days: float = 7.0, groups: pl.DataFrame | None = None) -> pl.DataFrame:
     """capped_links of the links in a Parquet partition (a full run's score task: one
-    namespace's stored links), reading the cap's columns and then only the kept rows' others,
-    so the stored links are never held whole (4.07M at 100k dense memories, ~0.9M kept)."""
-    schema = {name: kind for name, kind in RELATIONSHIP_SCHEMA.items()}
+    namespace's stored links; an incremental run: all of them), reading the cap's columns and
+    then only the kept rows' others, so the stored links are never held whole (4.07M at 100k
+    dense memories, ~0.9M kept)."""
+    schema = dict(RELATIONSHIP_SCHEMA)
     decided = pl.read_parquet(path, columns=list(CAP_COLUMNS)).cast({name: schema[name] for name in CAP_COLUMNS})
     return _capped(decided, lambda rows: partitions.read_rows(path, rows).cast(schema), pl.DataFrame(schema=RELATIONSHIP_SCHEMA),
                    max_links_per_memory, memories, tau_days=tau_days, groups=groups, ordered=True)
