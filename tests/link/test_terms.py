@@ -114,7 +114,8 @@ def test_entity_terms_are_remembered_for_short_texts_only_and_callers_cannot_cha
 
 def test_a_runs_remembered_entity_terms_are_let_go_once_its_evidence_is_made():
     """with_terms remembers each short text's entity terms for the classifier's evidence, which
-    takes them: after link_memories nothing of the run is held (100k memories: ~0.27 GB)."""
+    takes them: after link_memories nothing of the run is held. When full, the oldest entry
+    (one no run took) makes room for the next."""
     from crosstier.transforms.link import terms as terms_module
     from crosstier.transforms.link.links import link_memories
 
@@ -125,3 +126,12 @@ def test_a_runs_remembered_entity_terms_are_let_go_once_its_evidence_is_made():
     linked = link_memories(memories.with_columns(namespace=pl.lit("default")))
     assert not terms_module._REMEMBERED
     assert "maya" in linked["named_terms"].to_list()[0]
+    full = terms_module._REMEMBERED_ENTRIES
+    try:
+        terms_module._REMEMBERED_ENTRIES = 3
+        for text in ("one Maya", "two Maya", "three Maya", "four Maya"):
+            terms_module.entity_terms(text)
+        assert list(terms_module._REMEMBERED) == ["two Maya", "three Maya", "four Maya"]
+    finally:
+        terms_module._REMEMBERED_ENTRIES = full
+        terms_module._REMEMBERED.clear()

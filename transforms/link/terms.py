@@ -136,16 +136,22 @@ def entity_terms(text: str, *, last_use: bool = False) -> tuple[frozenset[str], 
     Remembered for short texts: a run finds each memory's terms (with_terms), then its
     classifier evidence (features.named_terms) from the same texts, and the second pass cost
     ~0.1 ms a memory. The second pass says `last_use` and takes the entry out, so what a run
-    remembered is let go once a namespace's evidence is made: held through the score stage, the
-    entries of 100k memories kept ~0.27 GB resident under the scoring's own peak. Only texts up
-    to _REMEMBERED_CHARS: an entry holds the text and its rest, so a long document is scanned
-    twice instead of held."""
+    remembered is let go once a namespace's evidence is made (held through the score stage as
+    an LRU cache, the entries of 100k memories raised the scoring's peak by ~70 MB). When full,
+    the oldest entry goes first: one a run never took (a namespace it did not score again).
+    Only texts up to _REMEMBERED_CHARS: an entry holds the text and its rest, so a long
+    document is scanned twice instead of held."""
     if len(text) > _REMEMBERED_CHARS:
         return _entity_terms(text)
     found = _REMEMBERED.pop(text, None) if last_use else _REMEMBERED.get(text)
     if found is None:
         found = _entity_terms(text)
-        if not last_use and len(_REMEMBERED) < _REMEMBERED_ENTRIES:
+        if not last_use:
+            if len(_REMEMBERED) >= _REMEMBERED_ENTRIES:
+                try:
+                    del _REMEMBERED[next(iter(_REMEMBERED))]
+                except (RuntimeError, StopIteration, KeyError):  # another thread changed it meanwhile
+                    pass
             _REMEMBERED[text] = found
     return found
 
