@@ -75,9 +75,10 @@ def extract_task(store: StoreConfig, max_content_bytes: int, folder: Path) -> pa
 
 
 @task(name="terms", cache_policy=NO_CACHE)
-def terms_task(memories: pl.DataFrame) -> pl.DataFrame:
+def terms_task(memories: pl.DataFrame, known: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Each memory's terms; `known`: the last snapshot's (content, entities, terms), reused where they match."""
     fault_point("terms")
-    return with_terms(memories)
+    return with_terms(memories, known)
 
 
 @task(name="embed", task_run_name="embed-{shard_index}", cache_policy=NO_CACHE)
@@ -323,7 +324,7 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
         with run.timed("extract"):  # 1. stores -> memories + rejects
             extracted = extracted_stores(settings, run.work_dir)
         with run.timed("terms"):  # 2. entities and key terms
-            memories = terms_task(extracted.memories)
+            memories = terms_task(extracted.memories, run.previous["memory_terms"] if run.previous else None)
             extracted = dataclasses.replace(extracted, memories=extracted.memories.clear())  # they go on as `memories`
         with run.timed("embed"):  # 3. vectors: provided, cached or encoded
             texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size, run.work_dir)

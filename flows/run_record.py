@@ -63,9 +63,10 @@ def settings_fingerprint(settings: Settings) -> str:
 
 
 def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame | Path] | None:
-    """The last snapshot's fingerprints and vectors, and the path of its pre-cap links (read by
-    the columns and rows each step needs: 4.07M at 100k dense memories), when it was made with
-    the same settings, or None (then the run is full)."""
+    """The last snapshot's fingerprints and vectors, the path of its pre-cap links (read by
+    the columns and rows each step needs: 4.07M at 100k dense memories) and its memories'
+    terms (None where it has none), when it was made with the same settings, or None (then
+    the run is full)."""
     files = catalog.current_snapshot()  # resolved once: record and state of the same run
     if files is None:
         return None
@@ -79,7 +80,11 @@ def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame
     state: dict[str, pl.DataFrame | Path | None] = {name: publish.snapshot_table(files, name) for name in ("fingerprints", "embeddings")}
     stored = files.parquet("scored_links")
     state["scored_links"] = stored if stored.is_file() else None
-    return state if all(value is not None for value in state.values()) else None
+    if any(value is None for value in state.values()):
+        return None
+    # the terms found last time, for the memories whose content and entities are the same (with_terms)
+    state["memory_terms"] = publish.snapshot_table(files, "memories", ["content", "entities", "terms"])
+    return state
 
 
 @dataclass

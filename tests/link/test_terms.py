@@ -135,3 +135,20 @@ def test_a_runs_remembered_entity_terms_are_let_go_once_its_evidence_is_made():
     finally:
         terms_module._REMEMBERED_ENTRIES = full
         terms_module._REMEMBERED.clear()
+
+
+def test_known_terms_are_reused_only_for_the_same_content_and_entities():
+    """An incremental run passes the last snapshot's (content, entities, terms): a memory equal
+    in both takes the known terms, any other is found again, and the rows stay as they were."""
+    memories = _frame(["Deploy pgvector on Friday", "Deploy pgvector on Friday", "Maya owns the billing service", "Nothing here"])
+    memories = memories.with_columns(entities=pl.Series([["pgvector"], None, [], None], dtype=pl.List(pl.String)))
+    fresh = with_terms(memories)
+    assert with_terms(memories, fresh.select("content", "entities", "terms")).equals(fresh)  # reused: the same
+    known = pl.DataFrame({
+        "content": ["Deploy pgvector on Friday", "Deploy pgvector on Friday", "Maya owns the billing service", "Maya owns the billing service"],
+        "entities": [["pgvector"], ["pgvector"], None, None],  # twice the same key; [] is not null
+        "terms": [["sentinel"], ["sentinel"], ["stale"], ["stale"]],
+    }, schema={"content": pl.String, "entities": pl.List(pl.String), "terms": pl.List(pl.String)})
+    out = with_terms(memories, known)
+    assert out.height == memories.height and out.drop("terms").equals(memories)
+    assert out["terms"].to_list() == [["sentinel"], fresh["terms"][1].to_list(), fresh["terms"][2].to_list(), fresh["terms"][3].to_list()]

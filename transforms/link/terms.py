@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import polars as pl
 
 # Function words, conversational fillers and words every agent memory carries
@@ -189,10 +190,29 @@ def memory_terms(content: str, entities: list[str] | None = None) -> list[str]:
     return sorted(terms)
 
 
-def with_terms(memories: pl.DataFrame) -> pl.DataFrame:
-    """The memories with a `terms: List(String)` column (sorted, unique)."""
-    terms = [
-        memory_terms(content, entities)
-        for content, entities in zip(memories["content"].to_list(), memories["entities"].to_list())
-    ]
+def with_terms(memories: pl.DataFrame, known: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The memories with a `terms: List(String)` column (sorted, unique).
+
+    `known`: (content, entities, terms) rows found before (an incremental run passes the last
+    snapshot's memories). A memory's terms depend on its content and entities alone, so one
+    that matches a known row exactly takes its terms, and only the others are found again
+    (every memory's, 7 s of a 100k run, when 50 were new)."""
+    if known is None or known.height == 0 or memories.height == 0:
+        return memories.with_columns(pl.Series("terms", _found_terms(memories), dtype=pl.List(pl.String)))
+    known = (
+        known.select("content", "entities", "terms")
+        .cast({"content": pl.String, "entities": pl.List(pl.String), "terms": pl.List(pl.String)})
+        .filter(pl.col("terms").is_not_null())
+        .unique(["content", "entities"], keep="first")  # equal inputs have equal terms: one row each
+    )
+    found = memories.select("content", "entities").join(known, on=["content", "entities"], how="left", nulls_equal=True, maintain_order="left")
+    missing = found.get_column("terms").is_null()
+    terms = found.get_column("terms").to_list()
+    if missing.any():
+        for row, fresh in zip(np.flatnonzero(missing.to_numpy()), _found_terms(memories.filter(missing))):
+            terms[row] = fresh
     return memories.with_columns(pl.Series("terms", terms, dtype=pl.List(pl.String)))
+
+
+def _found_terms(memories: pl.DataFrame) -> list[list[str]]:
+    return [memory_terms(content, entities) for content, entities in zip(memories["content"].to_list(), memories["entities"].to_list())]

@@ -236,17 +236,18 @@ def read_snapshot_table(catalog: Catalog, name: str) -> pl.DataFrame | None:
     return snapshot_table(files, name) if files is not None else None
 
 
-def snapshot_table(files: SnapshotFiles, name: str) -> pl.DataFrame | None:
-    """One table of a resolved snapshot from its Parquet copy, or None when it has none
-    (a partitioned table published before partitions existed is read from its one file)."""
+def snapshot_table(files: SnapshotFiles, name: str, columns: list[str] | None = None) -> pl.DataFrame | None:
+    """One table of a resolved snapshot from its Parquet copy (only `columns` where given), or
+    None when it has none (a partitioned table published before partitions existed is read
+    from its one file)."""
     path = files.parquet(name)
     if path.is_dir():
         # every partition file holds the namespace column: no hive parsing of folder names
         # (polars' own misreads names with glob characters), and no glob of our paths either
         parts = sorted(path.glob(f"*/{PARTITION_FILE}"))
-        return pl.read_parquet(parts, hive_partitioning=False, glob=False) if parts else None
+        return pl.read_parquet(parts, columns=columns, hive_partitioning=False, glob=False) if parts else None
     flat = files.dir / f"{name}.parquet"
-    return pl.read_parquet(flat) if flat.is_file() else None
+    return pl.read_parquet(flat, columns=columns) if flat.is_file() else None
 
 
 def append_run_log(catalog: Catalog, record: dict) -> None:
