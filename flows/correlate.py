@@ -244,7 +244,7 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     previous_links = previous["scored_links"]  # a partition: never read whole into the flow
     focus = cap_reach.refocused(changed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
-    kept = partitions.rows_without_ends(previous_links, focus | deleted, work / "score" / "kept.parquet")
+    kept = partitions.filtered_partition(previous_links, incremental.untouched(focus | deleted), work / "score" / "kept.parquet")
     parts = scored_by_namespace(memories, vectors, scoring, focus, work)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     merged = partitions.sorted_partition([kept, *(part.links for part in parts)], work / "score" / "merged.parquet", LINK_KEY)
@@ -257,7 +257,7 @@ def within_reach_rows(path: Path, reach: cap_reach.CapReach) -> np.ndarray:
     """The positions of the links in a partition that the cap may still keep, read from the
     columns cap_reach ranks by alone."""
     decided = pl.read_parquet(path, columns=["source_id", "target_id", "score", "cross_reference", "origin"])
-    return np.flatnonzero(~cap_reach.beyond_reach(decided, reach).to_numpy()) if decided.height else np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(~cap_reach.beyond_reach(decided, reach).to_numpy())
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

@@ -101,14 +101,10 @@ def _taken(parquet: pq.ParquetFile, rows: np.ndarray | pl.Series) -> Iterator[pa
         start += size
 
 
-def rows_without_ends(source: Path, ids: Iterable[str], path: Path, ends: Sequence[str] = ("source_id", "target_id")) -> Path:
-    """The rows of `source` with no end among `ids`, in their order, as a partition at `path`
+def filtered_partition(source: Path, keep: pl.Expr, path: Path) -> Path:
+    """The rows of `source` where `keep` holds, in their order, as a partition at `path`
     (atomically), streamed: an incremental run's kept links without reading the last
     snapshot's stored links into memory."""
-    excluded = pl.Series(sorted(set(ids)), dtype=pl.String).implode()
-    keep = pl.lit(True)
-    for end in ends:
-        keep = keep & ~pl.col(end).is_in(excluded)
     with _written_atomically(path) as tmp:
         pl.scan_parquet(source).filter(keep).sink_parquet(tmp, compression="lz4", statistics=False, maintain_order=True)
     return path

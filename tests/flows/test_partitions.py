@@ -119,7 +119,7 @@ def test_a_file_that_is_not_a_float32_matrix_is_refused(tmp_path):
         partitions.read_matrix(tmp_path / "ints.npy")
 
 
-def test_rows_copied_and_rows_without_ends_keep_their_order(tmp_path):
+def test_rows_copied_and_rows_filtered_keep_their_order(tmp_path):
     import numpy as np
 
     frame = pl.DataFrame({"source_id": [f"s{i % 7}" for i in range(2000)], "target_id": [f"t{i % 11}" for i in range(2000)],
@@ -130,7 +130,9 @@ def test_rows_copied_and_rows_without_ends_keep_their_order(tmp_path):
     copied, written = partitions.copied_rows(path, rows, tmp_path / "some.parquet")
     assert written == 900 and partitions.read_frame(copied).equals(frame[rows])
     assert partitions.read_frame(partitions.copied_rows(path, np.array([], dtype=np.int64), tmp_path / "none.parquet")[0]).height == 0
-    kept = partitions.rows_without_ends(path, ["s3", "t5", "absent"], tmp_path / "kept.parquet")
+    from crosstier.transforms.link.incremental import untouched
+
+    kept = partitions.filtered_partition(path, untouched({"s3", "t5", "absent"}), tmp_path / "kept.parquet")
     expected = frame.filter((pl.col("source_id") != "s3") & (pl.col("target_id") != "t5"))
     assert 0 < expected.height < frame.height and partitions.read_frame(kept).equals(expected)
     assert not list(tmp_path.glob(".*"))

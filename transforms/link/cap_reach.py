@@ -151,7 +151,7 @@ def _ranked(
     order = np.argsort(counted_keys)
     sorted_keys = counted_keys[order]
     del counted_keys
-    starts, lengths = _runs(sorted_keys)
+    starts, lengths = value_runs(sorted_keys)
     best_keys = sorted_keys[starts]
     del sorted_keys
     sorted_scores = end_score[counted_at[order]]
@@ -248,7 +248,7 @@ def _units_by_code(reach: CapReach, codes: pl.DataFrame) -> tuple[np.ndarray, np
     return unit_of, copied
 
 
-def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def value_runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, length) of each run of equal values in a sorted array (none when it is empty)."""
     if len(sorted_values) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)

@@ -86,5 +86,11 @@ def changed_memory_ids(current: pl.DataFrame, previous: pl.DataFrame) -> tuple[s
 
 def kept_links(previous_links: pl.DataFrame, touched: set[str]) -> pl.DataFrame:
     """The previous run's scored links whose two ends are both untouched."""
+    return previous_links.filter(untouched(touched))
+
+
+def untouched(touched: set[str]) -> pl.Expr:
+    """True for a link with neither end among `touched` (kept_links; the batch run streams the
+    last snapshot's stored links through it, partitions.filtered_partition)."""
     touched_ids = pl.Series(sorted(touched), dtype=pl.String).implode()
-    return previous_links.filter(~pl.col("source_id").is_in(touched_ids) & ~pl.col("target_id").is_in(touched_ids))
+    return ~pl.col("source_id").is_in(touched_ids) & ~pl.col("target_id").is_in(touched_ids)

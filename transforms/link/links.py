@@ -28,7 +28,7 @@ from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
     all_pairs, bf16_torch, candidate_pairs_with_cosines, partner_pairs, products_pay, ranked_terms, without_copy_pairs,
 )
-from crosstier.transforms.link.cap_reach import by_row, cap_bars, cap_reach
+from crosstier.transforms.link.cap_reach import by_row, cap_bars, cap_reach, value_runs
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.link.neighbours import exact_pair_cosines
 from crosstier.transforms.link.term_sets import TermSets
@@ -562,16 +562,11 @@ def _capped_rows(ranked: pl.DataFrame, max_links: int) -> pl.Series:
     })
     del source, target
     order = ends.select(pl.arg_sort_by(["memory", "score", "other", "type"], descending=[False, True, False, False])).to_series().to_numpy()
-    memory = ends.get_column("memory").to_numpy()[order]
+    starts, lengths = value_runs(ends.get_column("memory").to_numpy()[order])  # each memory's run of sorted ends
     del ends
-    start = np.zeros(2 * n, dtype=np.int64)  # where each end's memory's run starts in the sorted ends
-    runs = np.flatnonzero(memory[1:] != memory[:-1]) + 1
-    start[runs] = runs
-    np.maximum.accumulate(start, out=start)
-    del memory, runs
     rank = np.empty(2 * n, dtype=np.int64)  # each end's rank (from 0) among its memory's links
-    rank[order] = np.arange(2 * n) - start
-    del order, start
+    rank[order] = np.arange(2 * n) - np.repeat(starts, lengths)
+    del order, starts, lengths
     within = np.maximum(rank[:n], rank[n:]) < max_links
     return pl.concat([capped.get_column("_cap_row").filter(pl.Series(within)), ranked.get_column("_cap_row").filter(free)]).sort()
 
