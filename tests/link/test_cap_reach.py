@@ -5,6 +5,7 @@ that scores the refocused memories again stores exactly what a full run stores."
 from __future__ import annotations
 
 import importlib.util
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -244,6 +245,38 @@ def test_a_namespace_of_many_blocks_decides_on_a_small_first_block_and_keeps_the
     products.clear()
     alone, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
     assert routes == [240] and products == [] and _sorted(alone).equals(_sorted(pruned))
+
+
+def test_a_block_searched_in_parts_on_threads_scores_each_pair_once_and_keeps_the_same_links(generated, monkeypatch):
+    """A dense block's search split over threads (links.searched_in_parts): each part but the
+    last counts the later parts' rows as settled, so a pair inside the block is searched once,
+    and the pairs and links are those of one search per block."""
+    memories, embeddings = generated
+    scoring = _scoring(3)
+    monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)  # six blocks: the first by the routes, five by product
+    monkeypatch.setattr(candidates_module, "_DENSE_PAIRS_PER_ROW", 0)
+    monkeypatch.setattr(candidates_module, "_HITS_PER_PAIR", 1e9)
+    monkeypatch.setattr(links_module, "_search_threads", lambda: 3)
+    focus_rows, threads = [], set()
+    searched = links_module.partner_pairs
+
+    def recorded(*a, **kw):
+        focus_rows.append(int(a[3].sum()))
+        threads.add(threading.current_thread().name)
+        return searched(*a, **kw)
+
+    monkeypatch.setattr(links_module, "partner_pairs", recorded)
+    monkeypatch.setattr(links_module, "_MIN_PART_ROWS", 10**9)  # one search a block
+    whole, whole_pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
+    assert sorted(focus_rows) == [40] * 5
+    focus_rows.clear()
+    threads.clear()
+    monkeypatch.setattr(links_module, "_MIN_PART_ROWS", 8)  # three parts a block
+    parted, parted_pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
+    assert sorted(focus_rows) == sorted([13, 13, 14] * 5) and all(name.startswith("ctc-search") for name in threads)
+    assert parted_pairs == whole_pairs
+    assert parted.equals(whole)
+    assert _sorted(parted).equals(_sorted(within_reach(scored_links(memories, embeddings, scoring), cap_reach(link_memories(memories), 3))))
 
 
 def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFrame, set[str], set[str]]:

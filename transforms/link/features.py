@@ -11,14 +11,20 @@ so a pair's type and reason stay pair-local like its score.
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 import re
 from collections.abc import Iterable, Set
+from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from crosstier.transforms.link.calibration import common_term_weights
-from crosstier.transforms.link.terms import STOP_WORDS, entity_terms, key_terms, latin_share
+from crosstier.transforms.link.terms import (
+    STOP_WORDS, entity_terms, key_terms, latin_share, remember_entity_terms, taken_entity_terms,
+)
 from crosstier.transforms.link.terms import stem as _stem
 
 stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
@@ -573,13 +579,74 @@ def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids
     through 100k ids for the few skills cost ~20 ms a micro-batch."""
     ids = set(memories["id"].to_list()) if ids is None else ids
     skills = skill_patterns(ids if skill_ids is None else skill_ids)
-    rows = {name: [] for name in FEATURE_SCHEMA}
+    columns = [memories[name].to_list() for name in ("id", "content", "terms", "refs", "entities")]
+    rows, cites = _evidence_rows_in_processes(columns, ids, skills)
+    # pyarrow builds list columns from Python lists ~10x faster than pl.Series
+    return memories.with_columns(
+        *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
+                                 else pa.large_string())).cast(dtype).alias(name)
+          for name, dtype in FEATURE_SCHEMA.items()),
+        pl.Series("cites", cites, dtype=pl.Boolean),
+        term_weights=pl.col("terms").list.eval(
+            pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
+        ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
+        # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
+        latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
+        ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),
+    ).with_columns(name_terms=_reason_order(pl.col("named_terms"), 3), word_terms=_reason_order(pl.col("terms"), 4))
+
+
+_PARALLEL_MIN_ROWS = 20_000  # below this, starting a worker costs more than it saves
+
+
+def _evidence_rows_in_processes(columns: list[list], ids: Set[str], skills: list[tuple[str, re.Pattern]]) -> tuple[dict[str, list], list[bool]]:
+    """_evidence_rows over all rows, split between this process and worker processes where
+    there are many rows and CPUs: it is plain Python (regular expressions per text), which
+    threads cannot run at once, and it was ~19 s of a 100k-memory namespace's score task on
+    one core of two. Not from a daemonic process (a Dask worker's), which may not start any:
+    there the namespaces themselves run in parallel."""
+    height = len(columns[0])
+    workers = _evidence_workers(height)
+    if workers <= 1:
+        return _evidence_rows(*columns, ids, skills)
+    bounds = np.linspace(0, height, workers + 1).astype(int)
+    chunks = [[column[lo:hi] for column in columns] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    # forked: a worker runs only this module's Python on the data it is sent, never the
+    # threads' libraries (polars, DuckDB, torch); "spawn" and "forkserver" would import the
+    # caller's __main__ again, running a script without a __main__ guard a second time
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers - 1, mp_context=context) as pool:
+        # each worker takes what entity_terms remembers of its texts (with_terms found them in this process)
+        later = [pool.submit(_evidence_rows_remembering, taken_entity_terms(chunk[1]), *chunk, ids, skills) for chunk in chunks[1:]]
+        done = [_evidence_rows(*chunks[0], ids, skills), *(future.result() for future in later)]
+    rows = {name: [value for part, _ in done for value in part[name]] for name in done[0][0]}
+    return rows, [cite for _, part in done for cite in part]
+
+
+def _evidence_rows_remembering(known: dict, *args) -> tuple[dict[str, list], list[bool]]:
+    remember_entity_terms(known)
+    return _evidence_rows(*args)
+
+
+def _evidence_workers(rows: int) -> int:
+    if rows < _PARALLEL_MIN_ROWS or multiprocessing.current_process().daemon:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4, rows // (_PARALLEL_MIN_ROWS // 2)))
+
+
+def _evidence_rows(
+    memory_ids: list[str], contents: list[str], terms_of: list, refs_of: list, entities_of: list,
+    ids: Set[str], skills: list[tuple[str, re.Pattern]],
+) -> tuple[dict[str, list], list[bool]]:
+    """The FEATURE_SCHEMA values and `cites` of each memory, in order."""
+    rows: dict[str, list] = {name: [] for name in FEATURE_SCHEMA}
     cites: list[bool] = []
     by_text: dict[str, tuple] = {}
-    for mem_id, content, terms, refs, entities in zip(
-        memories["id"].to_list(), memories["content"].to_list(), memories["terms"].to_list(), memories["refs"].to_list(),
-        memories["entities"].to_list(),
-    ):
+    for mem_id, content, terms, refs, entities in zip(memory_ids, contents, terms_of, refs_of, entities_of):
         text = by_text.get(content)
         if text is None:
             text = by_text[content] = _text_features(content, ids)
@@ -604,19 +671,7 @@ def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids
         rows["cause_terms"].append(cause)
         rows["copy_text"].append(copied)
         rows["value_labels"].append(labels)
-    # pyarrow builds list columns from Python lists ~10x faster than pl.Series
-    return memories.with_columns(
-        *(pl.from_arrow(pa.array(rows[name], type=pa.large_list(pa.large_string()) if dtype == pl.List(pl.String)
-                                 else pa.large_string())).cast(dtype).alias(name)
-          for name, dtype in FEATURE_SCHEMA.items()),
-        pl.Series("cites", cites, dtype=pl.Boolean),
-        term_weights=pl.col("terms").list.eval(
-            pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
-        ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
-        # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
-        latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
-        ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),
-    ).with_columns(name_terms=_reason_order(pl.col("named_terms"), 3), word_terms=_reason_order(pl.col("terms"), 4))
+    return rows, cites
 
 
 def _reason_order(terms: pl.Expr, min_chars: int) -> pl.Expr:

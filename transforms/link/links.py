@@ -14,6 +14,7 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Set
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -319,15 +320,21 @@ def scored_link_parts(
         in_block = pl.Series(block_of == block)
         settled = block_of < block
         if dense:
-            pairs = partner_pairs(frame, vectors, scoring, in_block, keys, torch=torch, settled=settled, term_sets=term_sets,
-                                  with_cosines=True, bars=bars)
+            def search(focus: pl.Series, settled_rows: np.ndarray, bars=bars) -> tuple[int, pl.DataFrame]:
+                pairs = partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled_rows, term_sets=term_sets,
+                                      with_cosines=True, bars=bars)
+                return pairs.height, qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS)
+
+            count, qualifying = searched_in_parts(search, block_of == block, settled, _search_threads())
         else:
             pairs = candidate_pairs_with_cosines(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys, settled=settled, term_sets=term_sets)
             dense = block == 0 and products_pay(vectors, scoring, pairs, np.flatnonzero(block_of == block), settled)
             torch = bf16_torch(load=True) if dense else None
-        scored += pairs.height
+            count, qualifying = pairs.height, qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS)
+            del pairs
+        scored += count
         # only what pruning needs is held between blocks; the survivors are scored again at the end
-        kept.append(qualifying_pairs(frame, vectors, pairs, scoring).select("a_idx", "b_idx", "cosine", "score", "cross_reference"))
+        kept.append(qualifying)
         held += kept[-1].height
         # pruned again once what is held has grown by half, and after the last block: a prune is
         # safe on any subset and the last one sees every memory's top k, so the links are the
@@ -348,6 +355,47 @@ def scored_link_parts(
     parts = (classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
              for start in range(0, survivors.height, _CLASSIFY_ROWS))
     return parts, scored
+
+
+_HELD_COLUMNS = ("a_idx", "b_idx", "cosine", "score", "cross_reference")
+
+
+def _search_threads() -> int:
+    """Threads a dense block's search is split over: the CPUs this process may use, up to 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def searched_in_parts(
+    search: Callable[[pl.Series, np.ndarray], tuple[int, pl.DataFrame]], in_block: np.ndarray, settled: np.ndarray, parts: int,
+) -> tuple[int, pl.DataFrame]:
+    """search(focus, settled) over a block's rows (`in_block`), split into `parts` searched at
+    once on threads; (pairs searched, their frames concatenated, sorted by a_idx, b_idx).
+
+    Each part but the last also counts the later parts' rows as settled, so a pair with both
+    ends in the block is searched in one part only (the later end's): the parts' pairs are
+    the block's, each once. Nearly all of a search is numpy, torch and DuckDB, which let go
+    of the GIL, and one search ran at ~1.2 cores of 2 (100k dense memories)."""
+    rows = np.flatnonzero(in_block)
+    chunks = [chunk for chunk in np.array_split(rows, max(1, min(parts, len(rows) // _MIN_PART_ROWS))) if len(chunk)]
+    if len(chunks) <= 1:
+        return search(pl.Series(in_block), settled)
+    jobs = []
+    later = np.zeros(len(in_block), dtype=bool)
+    for chunk in reversed(chunks):
+        focus = np.zeros(len(in_block), dtype=bool)
+        focus[chunk] = True
+        jobs.append((pl.Series(focus), settled | later))
+        later = later | focus
+    with ThreadPoolExecutor(len(jobs), thread_name_prefix="ctc-search") as pool:
+        done = list(pool.map(lambda job: search(*job), jobs))
+    return sum(count for count, _ in done), pl.concat([frame for _, frame in done]).sort("a_idx", "b_idx")
+
+
+_MIN_PART_ROWS = 256  # a block is split only into parts of at least this many rows
 
 
 def _block_numbers(rows: int) -> np.ndarray:

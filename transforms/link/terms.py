@@ -9,6 +9,7 @@ incremental run stays exact. Corpus frequency only steers candidate generation
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import polars as pl
@@ -155,6 +156,16 @@ def entity_terms(text: str, *, last_use: bool = False) -> tuple[frozenset[str], 
                     pass
             _REMEMBERED[text] = found
     return found
+
+
+def taken_entity_terms(texts: Iterable[str]) -> dict[str, tuple[frozenset[str], str]]:
+    """What entity_terms remembers of these texts, taken out: for a worker process that makes
+    their evidence (features.link_features), which hands it to remember_entity_terms there."""
+    return {text: found for text in texts if (found := _REMEMBERED.pop(text, None)) is not None}
+
+
+def remember_entity_terms(found: Mapping[str, tuple[frozenset[str], str]]) -> None:
+    _REMEMBERED.update(found)
 
 
 _REMEMBERED_CHARS = 512  # with 131,072 entries, ~150 MB at most; ~60 MB for 100k chat-sized texts

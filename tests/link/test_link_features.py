@@ -1,0 +1,73 @@
+"""The classifier's evidence (features.link_features) made in worker processes equals the same
+evidence made in one process, row for row, and the entity terms a run remembered are let go."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import crosstier.transforms.link.features as features
+from crosstier.transforms.link import terms as terms_module
+from crosstier.transforms.link.terms import with_terms
+
+_spec = importlib.util.spec_from_file_location("bench_corpus", Path(__file__).parents[2] / "bench" / "corpus.py")
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+
+
+def _memories() -> pl.DataFrame:
+    generated, _ = corpus.generate_corpus(300, seed=3)
+    extra = pl.DataFrame([
+        {**generated.row(0, named=True), "id": "ws:skill/rotate-api-keys", "content": "How to rotate api keys: run vault rotate."},
+        {**generated.row(1, named=True), "id": "cite-1", "content": f"Kept the steps as the rotate-api-keys skill, see {generated['id'][5]}."},
+        {**generated.row(2, named=True), "id": "cite-2", "content": "There is no man walking outside; the server was not restarted.",
+         "refs": [generated["id"][7], "missing-id"]},
+        {**generated.row(3, named=True), "id": "copy-1", "content": generated["content"][250]},  # a text of another worker's rows
+    ], schema=generated.schema)
+    return with_terms(pl.concat([generated, extra]))
+
+
+def test_evidence_made_in_worker_processes_equals_evidence_made_in_one(monkeypatch):
+    memories = _memories()
+    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 10**9)
+    alone = features.link_features(memories)
+    assert alone.filter(pl.col("id") == "cite-1")["ref_ids"].to_list()[0] == sorted([memories["id"][5], "ws:skill/rotate-api-keys"])
+
+    remembered = with_terms(memories.drop("terms"))  # with_terms remembers each text's entity terms again
+    assert all(text in terms_module._REMEMBERED for text in remembered["content"].to_list())
+    submitted = []
+    pool = features.ProcessPoolExecutor
+
+    class Counted(pool):
+        def submit(self, *args, **kwargs):
+            submitted.append(args[0].__name__)
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(features, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
+    monkeypatch.setattr(features.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    parted = features.link_features(remembered)
+    assert submitted == ["_evidence_rows_remembering"] * 2  # three parts: this process and two workers
+    assert parted.equals(alone)
+    # the workers took their texts' entity terms along; this process used up its own
+    assert not any(text in terms_module._REMEMBERED for text in remembered["content"].to_list())
+
+
+def test_a_daemonic_process_makes_its_evidence_alone(monkeypatch):
+    class Daemonic:
+        daemon = True
+
+    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
+    assert features._evidence_workers(10_000) > 1 or len(features.os.sched_getaffinity(0)) == 1
+    monkeypatch.setattr(features.multiprocessing, "current_process", lambda: Daemonic())
+    assert features._evidence_workers(10_000) == 1
+
+
+@pytest.mark.parametrize("rows, cpus, want", [(39, 8, 1), (40, 8, 2), (100, 8, 4), (10_000, 2, 2), (10_000, 1, 1)])
+def test_workers_grow_with_the_rows_up_to_the_cpus(monkeypatch, rows, cpus, want):
+    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
+    monkeypatch.setattr(features.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert features._evidence_workers(rows) == want
