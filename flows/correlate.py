@@ -27,7 +27,7 @@ from crosstier.flows.run_record import RunRecord
 from crosstier.transforms import partitions
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import context_vectors, embedding_texts
-from crosstier.transforms.link import cap_reach, copies, incremental, links
+from crosstier.transforms.link import cap_reach, copies, incremental, links, live
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
@@ -92,22 +92,30 @@ def embed_shard_task(texts_path: Path, config: EmbeddingConfig, cache_dir: Path,
 
 
 @task(name="score", task_run_name="score-{namespace}", cache_policy=NO_CACHE)
-def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: list[str] | None) -> partitions.ScorePart:
+def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: list[str] | None, previous_evidence: Path | None = None) -> partitions.ScorePart:
     """One namespace's partition (memories.parquet, vectors.npy in `folder`) -> its stored links
     partition (links.parquet, sorted by the link key) and, in a full run (no `focus_ids`), the
     links after the cap (capped.parquet): links never cross a namespace, so its cap is the run's
-    cap there, and the flow never holds the stored links (4.07M at 100k dense memories)."""
+    cap there, and the flow never holds the stored links (4.07M at 100k dense memories). The
+    memories' classifier evidence is taken from the last snapshot's (`previous_evidence`) where
+    a memory's inputs are the same (live.reused_evidence), and kept for the next run (evidence.parquet)."""
     fault_point("score")
     memories, vectors = partitions.read_frame(folder / "memories.parquet"), partitions.read_matrix(folder / "vectors.npy")
     logger = get_run_logger()
+    previous = None if previous_evidence is None else partitions.namespace_rows(previous_evidence, namespace)
+    evidence = live.reused_evidence(previous, memories)
+    del previous
+    evidence_path = partitions.write_frame(evidence, folder / "evidence.parquet")
 
     def progress(block: int, blocks: int, pairs: int, kept: int) -> None:
         if blocks > 1:
             logger.info("namespace %s: block %d/%d scored, %d pairs so far, %d links held (pruned to the cap's reach as they grow)", namespace, block, blocks, pairs, kept)
 
     parts, pairs = links.scored_link_parts(
-        memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress
+        memories, np.asarray(vectors), scoring, focus_ids=focus_ids, within_cap=scoring.max_links_per_memory, progress=progress,
+        evidence=evidence,
     )
+    del evidence  # scoring holds its own frame of it
     unsorted, written = partitions.write_frames(parts, folder / "scored.parquet", RELATIONSHIP_SCHEMA)  # a part at a time
     stored = partitions.sorted_partition([unsorted], folder / "links.parquet", LINK_KEY)
     unsorted.unlink()
@@ -118,7 +126,7 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
         logger.info("namespace %s: %d pairs scored -> %d links stored, %d after the cap", namespace, pairs, written, kept.height)
     else:
         logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, written)
-    return partitions.ScorePart(stored, capped, pairs, written)
+    return partitions.ScorePart(stored, capped, pairs, written, evidence_path, namespace)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -183,7 +191,9 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     return texts, context_vectors(memories, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False)), stats
 
 
-def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None, work: Path) -> list[partitions.ScorePart]:
+def scored_by_namespace(
+    memories: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, focus: set[str] | None, work: Path, previous_evidence: Path | None = None,
+) -> list[partitions.ScorePart]:
     """Links within each namespace (a partition each: links never cross one)."""
     futures = []
     indexed = memories.with_row_index("_row")
@@ -195,8 +205,24 @@ def scored_by_namespace(memories: pl.DataFrame, vectors: np.ndarray, scoring: Sc
         folder.mkdir(parents=True, exist_ok=True)
         partitions.write_frame(group.drop("_row"), folder / "memories.parquet")
         partitions.write_matrix(vectors[group.get_column("_row").to_numpy()], folder / "vectors.npy")
-        futures.append(score_task.submit(namespace, folder, scoring, focus_ids))
+        futures.append(score_task.submit(namespace, folder, scoring, focus_ids, previous_evidence))
     return [f.result() for f in futures]
+
+
+def evidence_partition(parts: list[partitions.ScorePart], memories: pl.DataFrame, previous_evidence: Path | None, work: Path) -> Path | None:
+    """Every memory's classifier evidence as one partition sorted by namespace and id, for the
+    next incremental run: the score tasks' own, and the last snapshot's rows of the namespaces
+    no task scored (no memory of theirs changed; rows of memories gone are left out)."""
+    made = [part.evidence for part in parts if part.evidence is not None]
+    if previous_evidence is None and len(made) == 1:
+        return made[0]
+    if previous_evidence is not None:
+        scored = [part.namespace for part in parts]
+        keep = pl.col("id").is_in(memories.get_column("id").implode()) & ~pl.col("namespace").is_in(pl.Series(scored, dtype=pl.String).implode())
+        made.append(partitions.filtered_partition(previous_evidence, keep, work / "score" / "evidence_kept.parquet"))
+    if not made:
+        return None
+    return partitions.sorted_partition(made, work / "score" / "evidence.parquet", ("namespace", "id"))
 
 
 def read_links(paths: list[Path]) -> pl.DataFrame:
@@ -225,6 +251,7 @@ class Linked:
     pairs_scored: int
     changed: int
     deleted: int
+    evidence: Path | None = None  # every memory's classifier evidence (evidence_partition)
 
 
 def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.DataFrame, previous: dict[str, pl.DataFrame] | None, scoring: ScoringConfig, work: Path) -> Linked:
@@ -234,7 +261,8 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     if previous is None:  # each namespace's task capped its own links
         parts = scored_by_namespace(memories, vectors, scoring, None, work)
         capped = read_links([part.capped for part in parts]).sort("source_id", "target_id", maintain_order=True)
-        return Linked(stored_links_partition(parts, work), capped, fingerprints, sum(p.pairs for p in parts), memories.height, 0)
+        return Linked(stored_links_partition(parts, work), capped, fingerprints, sum(p.pairs for p in parts), memories.height, 0,
+                      evidence_partition(parts, memories, None, work))
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
     came = changed - set(previous["fingerprints"].get_column("id").to_list())
@@ -245,12 +273,14 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     previous_links = previous["scored_links"]  # a partition: never read whole into the flow
     focus = cap_reach.refocused(changed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
     kept = partitions.filtered_partition(previous_links, incremental.untouched(focus | deleted), work / "score" / "kept.parquet")
-    parts = scored_by_namespace(memories, vectors, scoring, focus, work)
+    previous_evidence = previous.get("memory_evidence")  # None where the last snapshot kept none
+    parts = scored_by_namespace(memories, vectors, scoring, focus, work, previous_evidence)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     merged = partitions.sorted_partition([kept, *(part.links for part in parts)], work / "score" / "merged.parquet", LINK_KEY)
     scored, _ = partitions.copied_rows(merged, within_reach_rows(merged, reach), work / "score" / "links.parquet")
     capped = links.capped_links_of_partition(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
-    return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted))
+    return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted),
+                  evidence_partition(parts, memories, previous_evidence, work))
 
 
 def within_reach_rows(path: Path, reach: cap_reach.CapReach) -> np.ndarray:
@@ -285,6 +315,7 @@ def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFr
         "embeddings": publish.embedding_rows(memories.get_column("id"), vectors),
         "scored_links": linked.scored,
         "fingerprints": linked.fingerprints,
+        **({"memory_evidence": linked.evidence} if linked.evidence is not None else {}),
     }
     tables["runs"] = run.runs_table()
     published = publish_task(tables, state, run.catalog, run.run_id, run.summary)

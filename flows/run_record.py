@@ -64,9 +64,9 @@ def settings_fingerprint(settings: Settings) -> str:
 
 def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame | Path] | None:
     """The last snapshot's fingerprints and vectors, the path of its pre-cap links (read by
-    the columns and rows each step needs: 4.07M at 100k dense memories) and its memories'
-    terms (None where it has none), when it was made with the same settings, or None (then
-    the run is full)."""
+    the columns and rows each step needs: 4.07M at 100k dense memories), its memories' terms
+    and the path of their classifier evidence (each None where it has none), when it was made
+    with the same settings, or None (then the run is full)."""
     files = catalog.current_snapshot()  # resolved once: record and state of the same run
     if files is None:
         return None
@@ -84,6 +84,10 @@ def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame
         return None
     # the terms found last time, for the memories whose content and entities are the same (with_terms)
     state["memory_terms"] = publish.snapshot_table(files, "memories", ["content", "entities", "terms"])
+    # and the classifier's evidence, by path (each score task reads its namespace's rows); a
+    # snapshot without it (the watcher's, or one from before) leaves it to be made again
+    evidence = files.parquet("memory_evidence")
+    state["memory_evidence"] = evidence if evidence.is_file() else None
     return state
 
 

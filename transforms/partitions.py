@@ -110,6 +110,12 @@ def filtered_partition(source: Path, keep: pl.Expr, path: Path) -> Path:
     return path
 
 
+def namespace_rows(path: Path, namespace: str) -> pl.DataFrame:
+    """The rows of one namespace of a partition with a `namespace` column (sorted by it, the
+    row groups of others are skipped by their statistics)."""
+    return pl.scan_parquet(path).filter(pl.col("namespace") == namespace).collect()
+
+
 def sorted_partition(sources: Sequence[Path], path: Path, by: Sequence[str], *, memory_limit: str = "1GB") -> Path:
     """The rows of `sources` (Parquet partitions of one schema) as one partition at `path`,
     sorted by the columns `by` (strings in byte order, as polars sorts them), atomically.
@@ -191,6 +197,8 @@ class ScorePart:
     capped: Path | None
     pairs: int
     rows: int
+    evidence: Path | None = None  # the memories' classifier evidence (live.link_features_of), sorted by id
+    namespace: str | None = None
 
 
 def removed_work(folder: Path) -> None:

@@ -71,3 +71,41 @@ def test_workers_grow_with_the_rows_up_to_the_cpus(monkeypatch, rows, cpus, want
     monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
     monkeypatch.setattr(features.os, "sched_getaffinity", lambda pid: set(range(cpus)))
     assert features._evidence_workers(rows) == want
+
+
+def test_evidence_taken_from_an_earlier_run_where_inputs_are_the_same_equals_evidence_made_afresh(monkeypatch):
+    """live.reused_evidence: a memory whose inputs changed (content, entities, timestamp) is made
+    again, and so is one whose `ref_ids` change because an id it names came (cite-2's refs) or
+    went (cite-1's text); every other row is the earlier frame's. The result equals evidence made
+    afresh, and only those rows were made."""
+    from datetime import timedelta
+
+    from crosstier.transforms.link import live
+
+    memories = _memories()
+    earlier = live.link_features_of(memories)
+    ids = memories["id"].to_list()
+    gone = ids[5]  # cite-1 names it in its text
+    edited, tagged, moved = ids[10], ids[11], ids[12]
+    after = memories.filter(pl.col("id") != gone).with_columns(
+        pl.when(pl.col("id") == edited).then(pl.lit("The backup job is not running on Sundays.")).otherwise(pl.col("content")).alias("content"),
+        pl.when(pl.col("id") == tagged).then(pl.lit(["Vault"])).otherwise(pl.col("entities")).alias("entities"),
+        pl.when(pl.col("id") == moved).then(pl.col("timestamp") + timedelta(days=3)).otherwise(pl.col("timestamp")).alias("timestamp"),
+    )
+    came = {**memories.row(20, named=True), "id": "missing-id", "content": "The missing runbook, found."}  # cite-2 refers to it
+    after = with_terms(pl.concat([after, pl.DataFrame([came], schema=memories.schema)]).drop("terms"))
+    made = []
+    evidence_rows = features._evidence_rows
+
+    def counted(memory_ids, *args):
+        made.extend(memory_ids)
+        return evidence_rows(memory_ids, *args)
+
+    monkeypatch.setattr(features, "_evidence_rows", counted)
+    reused = live.reused_evidence(earlier, after)
+    assert sorted(made) == sorted([edited, tagged, moved, "cite-1", "cite-2", "missing-id"])
+    made.clear()
+    assert reused.equals(live.link_features_of(after))
+    assert reused.filter(pl.col("id") == "cite-2")["ref_ids"].to_list()[0] == sorted([ids[7], "missing-id"])
+    assert gone not in reused.filter(pl.col("id") == "cite-1")["ref_ids"].to_list()[0]
+    assert live.reused_evidence(None, after).equals(reused)

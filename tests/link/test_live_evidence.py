@@ -48,3 +48,17 @@ def test_the_kept_ids_follow_deletes_and_adds():
     current = memories([("a1", "plain", []), ("m2", "new", [])])
     assert live.current_ids(frozenset({"a1", "gone"}), current, {"m2"}, {"gone"}) == {"a1", "m2"}
     assert live.current_ids(None, current, set(), set()) == {"a1", "m2"}
+
+
+@pytest.mark.parametrize("named, text", [("ws:skill/deploy-app", "ran the deploy-app skill today"), ("m7", "typing rules, see m7")])
+def test_a_memory_named_before_it_existed_cites_it_once_it_comes(named, text):
+    """The memory naming an id came first; the id comes in a later micro-batch: the earlier
+    memory's `ref_ids` and `cites` change though its own fields do not. A skill is named by
+    its folder name, which a search for the whole id does not find."""
+    base = [("a1", "plain memory", []), ("m9", text, [])]
+    previous = live.link_features_of(memories(base))
+    assert previous.filter(previous["id"] == "m9")["cites"].to_list() == [False]
+    current = memories(base + [(named, "How to deploy the app", [])])
+    refreshed = live.refreshed_features(previous, current, {named})
+    assert refreshed.equals(live.link_features_of(current))
+    assert refreshed.filter(refreshed["id"] == "m9")["ref_ids"].to_list() == [[named]]

@@ -44,7 +44,8 @@ _BLOCK_ROWS = 4096  # memories per block when pruning to the cap's reach: a bloc
 _FIRST_BLOCK_ROWS = 256
 _CLASSIFY_ROWS = 500_000  # pairs classified at a time after pruning
 _PRUNE_GROWTH = 1.5  # links held are pruned again once they are this many times what the last prune left
-_MEMORY_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
+# what the classifier's evidence of a memory reads of it (link_memories)
+MEMORY_INPUT_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "content", "entities", "terms", "refs")
 
 
 # What decides a link's row besides the settings and the memories: the scoring, classifying and
@@ -140,7 +141,7 @@ def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
 def link_memories(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:
     """Memories sorted by id with a row index (`idx`) and the classifier's evidence columns
     (references resolved against `ids`, default these memories' ids; features.link_features)."""
-    frame = memories.select(_MEMORY_COLUMNS).with_row_index("idx_in").sort("id")
+    frame = memories.select(MEMORY_INPUT_COLUMNS).with_row_index("idx_in").sort("id")
     return link_features(frame.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)), ids, skill_ids)
 
 
@@ -234,14 +235,24 @@ def classified_pairs(frame: pl.DataFrame, embeddings: np.ndarray, pairs: pl.Data
         con.close()
 
 
-def _prepared(memories: pl.DataFrame, embeddings: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+def evidence_frame(memories: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+    """link_memories(memories) from their evidence made before (live.link_features_of's frame
+    of the same memories: sorted by id, no row numbers), with the row numbers added."""
+    positions = memories.select("id").with_row_index("idx_in").sort("id")
+    if not evidence.get_column("id").equals(positions.get_column("id")):
+        raise ValueError("the evidence given is not of these memories (by id)")
+    return (evidence.with_columns(positions.get_column("idx_in")).select("idx_in", *evidence.columns)
+            .with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)))
+
+
+def _prepared(memories: pl.DataFrame, embeddings: np.ndarray, evidence: pl.DataFrame | None = None) -> tuple[pl.DataFrame, np.ndarray]:
     if "terms" not in memories.columns:
         raise ValueError("memories need a `terms` column (crosstier.transforms.link.terms.with_terms)")
     if len(embeddings) != memories.height:
         raise ValueError(f"embeddings has {len(embeddings)} rows for {memories.height} memories")
     if memories["id"].n_unique() != memories.height:
         raise ValueError("memory ids must be unique")
-    frame = link_memories(memories)
+    frame = link_memories(memories) if evidence is None else evidence_frame(memories, evidence)
     vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()] if memories.height else np.zeros((0, 1), np.float32)
     return frame, vectors
 
@@ -290,13 +301,15 @@ def scored_link_parts(
     focus_ids: Collection[str] | None = None,
     within_cap: int | None = None,
     progress: Callable[[int, int, int, int], None] | None = None,
+    evidence: pl.DataFrame | None = None,
 ) -> tuple[Iterator[pl.DataFrame], int]:
     """scored_links_with_count's links in parts (each sorted by its ends; together the same
     rows), and the pairs scored. The pairs are scored and pruned first; the links are then
     classified a part at a time as the parts are taken, so a caller that writes each one out
     (the score task) never holds them all: held until one concat, a dense namespace's parts
-    cost ~3.7x their size in memory."""
-    frame, vectors = _prepared(memories, embeddings)
+    cost ~3.7x their size in memory. `evidence`: the memories' classifier evidence where the
+    caller has it (evidence_frame), else made here (link_memories)."""
+    frame, vectors = _prepared(memories, embeddings, evidence)
     focus = None if focus_ids is None else frame["id"].is_in(list(focus_ids))
     keys = copies.copy_key_column(frame)  # pairs of two copies of one text are folded away: not scored
     if within_cap is None:

@@ -128,7 +128,9 @@ def refreshed_features(
         removed = previous.select("id").join(memories.select("id"), on="id", how="anti").get_column("id").sort().to_list()
     stale = pl.col("id").is_in(pl.Series(sorted(changed) + added, dtype=pl.String).implode())
     if added:
-        stale = stale | pl.col("content").str.contains_any(added) | _names_any("refs", added)
+        # a text naming a new id as a token, or a new skill by its folder name (incremental.citing_ids)
+        citing = pl.Series(sorted(incremental.citing_ids(memories, added)), dtype=pl.String).implode()
+        stale = stale | pl.col("id").is_in(citing) | _names_any("refs", added)
     redo = memories.filter(stale)
     # a filter, not joins: joining moved every list column of every kept row
     kept = previous.filter(~pl.col("id").is_in(pl.concat([pl.Series(removed, dtype=pl.String), redo.get_column("id")]).implode()))
@@ -140,6 +142,24 @@ def refreshed_features(
     skill_ids = memories.get_column("id").filter(memories.get_column("id").str.contains(":skill/", literal=True)).to_list()
     fresh = link_features_of(redo, set(memories.get_column("id").to_list()) if ids is None else ids, skill_ids)
     return with_rows_inserted(kept, fresh)
+
+
+def reused_evidence(previous: pl.DataFrame | None, memories: pl.DataFrame) -> pl.DataFrame:
+    """link_features_of(memories), taking each memory's evidence from `previous` (an earlier
+    link_features_of frame, by the same rules: the settings fingerprint names them) where the
+    memory's own inputs are the same (every column link_memories reads of it), and making it
+    again for the others, and for those whose `ref_ids` may name an id that came or went
+    (refreshed_features). An incremental batch run made the evidence of all 100k memories of a
+    namespace (~10 s) to score 50 new ones."""
+    if previous is None or previous.height == 0:
+        return link_features_of(memories)
+    columns = [c for c in links.MEMORY_INPUT_COLUMNS if c != "id"]
+    before = previous.select("id", *columns).unique("id", keep="first")
+    joined = memories.select("id", *columns).join(before, on="id", how="inner", suffix="_before")
+    same = pl.all_horizontal(pl.col(c).eq_missing(pl.col(f"{c}_before")) for c in columns)
+    changed = set(joined.filter(~same).get_column("id").to_list())
+    # the ids gone stay in `previous`: refreshed_features finds the memories that named them
+    return refreshed_features(previous.sort("id"), memories, changed)
 
 
 def scored_pairs(frame: pl.DataFrame, unit: np.ndarray, pairs: pl.DataFrame, scoring: ScoringConfig) -> pl.DataFrame:
