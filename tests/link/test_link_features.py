@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 import crosstier.transforms.link.features as features
+from crosstier.transforms import forked
 from crosstier.transforms.link import terms as terms_module
 from crosstier.transforms.link.terms import with_terms
 
@@ -39,16 +40,16 @@ def test_evidence_made_in_worker_processes_equals_evidence_made_in_one(monkeypat
     remembered = with_terms(memories.drop("terms"))  # with_terms remembers each text's entity terms again
     assert all(text in terms_module._REMEMBERED for text in remembered["content"].to_list())
     submitted = []
-    pool = features.ProcessPoolExecutor
+    pool = forked.ProcessPoolExecutor
 
     class Counted(pool):
         def submit(self, *args, **kwargs):
             submitted.append(args[0].__name__)
             return super().submit(*args, **kwargs)
 
-    monkeypatch.setattr(features, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(forked, "ProcessPoolExecutor", Counted)
     monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
-    monkeypatch.setattr(features.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     parted = features.link_features(remembered)
     assert submitted == ["_evidence_rows_remembering"] * 2  # three parts: this process and two workers
     assert parted.equals(alone)
@@ -56,21 +57,39 @@ def test_evidence_made_in_worker_processes_equals_evidence_made_in_one(monkeypat
     assert not any(text in terms_module._REMEMBERED for text in remembered["content"].to_list())
 
 
-def test_a_daemonic_process_makes_its_evidence_alone(monkeypatch):
+def test_a_daemonic_process_works_alone(monkeypatch):
     class Daemonic:
         daemon = True
 
-    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
-    assert features._evidence_workers(10_000) > 1 or len(features.os.sched_getaffinity(0)) == 1
-    monkeypatch.setattr(features.multiprocessing, "current_process", lambda: Daemonic())
-    assert features._evidence_workers(10_000) == 1
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert forked.parts_for(10_000, 40) == 2
+    monkeypatch.setattr(forked.multiprocessing, "current_process", lambda: Daemonic())
+    assert forked.parts_for(10_000, 40) == 1
 
 
 @pytest.mark.parametrize("rows, cpus, want", [(39, 8, 1), (40, 8, 2), (100, 8, 4), (10_000, 2, 2), (10_000, 1, 1)])
-def test_workers_grow_with_the_rows_up_to_the_cpus(monkeypatch, rows, cpus, want):
-    monkeypatch.setattr(features, "_PARALLEL_MIN_ROWS", 40)
-    monkeypatch.setattr(features.os, "sched_getaffinity", lambda pid: set(range(cpus)))
-    assert features._evidence_workers(rows) == want
+def test_parts_grow_with_the_rows_up_to_the_cpus(monkeypatch, rows, cpus, want):
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert forked.parts_for(rows, 40) == want
+    bounds = forked.row_bounds(rows, want)
+    assert bounds[0][0] == 0 and bounds[-1][1] == rows and all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+
+
+def test_terms_found_in_worker_processes_equal_terms_found_in_one_and_are_remembered_here(monkeypatch):
+    memories = _memories().drop("terms")
+    monkeypatch.setattr(terms_module, "_PARALLEL_MIN_ROWS", 10**9)
+    alone = with_terms(memories)
+    for text in memories["content"].to_list():
+        terms_module._REMEMBERED.pop(text, None)
+    monkeypatch.setattr(terms_module, "_PARALLEL_MIN_ROWS", 40)
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    calls = []
+    run_forked = forked.run_forked
+    monkeypatch.setattr(forked, "run_forked", lambda todo: calls.append([f.__name__ for f, _ in todo]) or run_forked(todo))
+    assert with_terms(memories).equals(alone)
+    assert calls == [["_terms_of", "_terms_remembered", "_terms_remembered"]]
+    # the workers' entity terms came back: the evidence made here finds every text's
+    assert all(text in terms_module._REMEMBERED for text in memories["content"].to_list())
 
 
 def test_evidence_taken_from_an_earlier_run_where_inputs_are_the_same_equals_evidence_made_afresh(monkeypatch):

@@ -11,16 +11,13 @@ so a pair's type and reason stay pair-local like its score.
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
 import re
 from collections.abc import Iterable, Set
-from concurrent.futures import ProcessPoolExecutor
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from crosstier.transforms import forked
 from crosstier.transforms.link.calibration import common_term_weights
 from crosstier.transforms.link.terms import (
     STOP_WORDS, entity_terms, key_terms, latin_share, remember_entity_terms, taken_entity_terms,
@@ -600,25 +597,17 @@ _PARALLEL_MIN_ROWS = 20_000  # below this, starting a worker costs more than it 
 
 
 def _evidence_rows_in_processes(columns: list[list], ids: Set[str], skills: list[tuple[str, re.Pattern]]) -> tuple[dict[str, list], list[bool]]:
-    """_evidence_rows over all rows, split between this process and worker processes where
-    there are many rows and CPUs: it is plain Python (regular expressions per text), which
-    threads cannot run at once, and it was ~19 s of a 100k-memory namespace's score task on
-    one core of two. Not from a daemonic process (a Dask worker's), which may not start any:
-    there the namespaces themselves run in parallel."""
+    """_evidence_rows over all rows, split between this process and forked workers where there
+    are many rows and CPUs (transforms/forked.py): ~19 s of a 100k-memory namespace's score
+    task on one core of two."""
     height = len(columns[0])
-    workers = _evidence_workers(height)
-    if workers <= 1:
-        return _evidence_rows(*columns, ids, skills)
-    bounds = np.linspace(0, height, workers + 1).astype(int)
-    chunks = [[column[lo:hi] for column in columns] for lo, hi in zip(bounds[:-1], bounds[1:])]
-    # forked: a worker runs only this module's Python on the data it is sent, never the
-    # threads' libraries (polars, DuckDB, torch); "spawn" and "forkserver" would import the
-    # caller's __main__ again, running a script without a __main__ guard a second time
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers - 1, mp_context=context) as pool:
-        # each worker takes what entity_terms remembers of its texts (with_terms found them in this process)
-        later = [pool.submit(_evidence_rows_remembering, taken_entity_terms(chunk[1]), *chunk, ids, skills) for chunk in chunks[1:]]
-        done = [_evidence_rows(*chunks[0], ids, skills), *(future.result() for future in later)]
+    chunks = [[column[lo:hi] for column in columns] for lo, hi in forked.row_bounds(height, forked.parts_for(height, _PARALLEL_MIN_ROWS))]
+    # each worker takes what entity_terms remembers of its texts (with_terms found them in this process)
+    calls = [(_evidence_rows, (*chunks[0], ids, skills))]
+    calls += [(_evidence_rows_remembering, (taken_entity_terms(chunk[1]), *chunk, ids, skills)) for chunk in chunks[1:]]
+    done = forked.run_forked(calls)
+    if len(done) == 1:
+        return done[0]
     rows = {name: [value for part, _ in done for value in part[name]] for name in done[0][0]}
     return rows, [cite for _, part in done for cite in part]
 
@@ -626,16 +615,6 @@ def _evidence_rows_in_processes(columns: list[list], ids: Set[str], skills: list
 def _evidence_rows_remembering(known: dict, *args) -> tuple[dict[str, list], list[bool]]:
     remember_entity_terms(known)
     return _evidence_rows(*args)
-
-
-def _evidence_workers(rows: int) -> int:
-    if rows < _PARALLEL_MIN_ROWS or multiprocessing.current_process().daemon:
-        return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 4, rows // (_PARALLEL_MIN_ROWS // 2)))
 
 
 def _evidence_rows(
