@@ -210,10 +210,11 @@ def scored_by_namespace(
 
 
 def evidence_partition(parts: list[partitions.ScorePart], memories: pl.DataFrame, previous_evidence: Path | None, work: Path) -> Path | None:
-    """Every memory's classifier evidence as one partition sorted by namespace and id, for the
-    next incremental run: the score tasks' own, and the last snapshot's rows of the namespaces
-    no task scored (no memory of theirs changed; rows of memories gone are left out)."""
-    made = [part.evidence for part in parts if part.evidence is not None]
+    """Every memory's classifier evidence as one partition grouped by namespace (each one's rows
+    by id), for the next incremental run: the score tasks' own, and the last snapshot's rows of
+    the namespaces no task scored (no memory of theirs changed; rows of memories gone are left
+    out). Concatenated, not sorted: 100 namespaces' files sorted by DuckDB in the flow cost ~3 s."""
+    made = [part.evidence for part in sorted(parts, key=lambda part: part.namespace or "") if part.evidence is not None]
     if previous_evidence is None and len(made) == 1:
         return made[0]
     if previous_evidence is not None:
@@ -222,7 +223,7 @@ def evidence_partition(parts: list[partitions.ScorePart], memories: pl.DataFrame
         made.append(partitions.filtered_partition(previous_evidence, keep, work / "score" / "evidence_kept.parquet"))
     if not made:
         return None
-    return partitions.sorted_partition(made, work / "score" / "evidence.parquet", ("namespace", "id"))
+    return partitions.concatenated_partition(made, work / "score" / "evidence.parquet")
 
 
 def read_links(paths: list[Path]) -> pl.DataFrame:

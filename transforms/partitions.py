@@ -110,8 +110,19 @@ def filtered_partition(source: Path, keep: pl.Expr, path: Path) -> Path:
     return path
 
 
+def concatenated_partition(sources: Sequence[Path], path: Path) -> Path:
+    """The rows of `sources` one after another, in the sources' order, as one partition at
+    `path` (atomically), streamed, with column statistics (so namespace_rows skips the row
+    groups of other namespaces); columns of the same name take their common type."""
+    with _written_atomically(path) as tmp:
+        pl.concat([pl.scan_parquet(source) for source in sources], how="vertical_relaxed").sink_parquet(
+            tmp, compression="lz4", statistics=True, maintain_order=True
+        )
+    return path
+
+
 def namespace_rows(path: Path, namespace: str) -> pl.DataFrame:
-    """The rows of one namespace of a partition with a `namespace` column (sorted by it, the
+    """The rows of one namespace of a partition with a `namespace` column (grouped by it: the
     row groups of others are skipped by their statistics)."""
     return pl.scan_parquet(path).filter(pl.col("namespace") == namespace).collect()
 

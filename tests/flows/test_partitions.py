@@ -136,3 +136,16 @@ def test_rows_copied_and_rows_filtered_keep_their_order(tmp_path):
     expected = frame.filter((pl.col("source_id") != "s3") & (pl.col("target_id") != "t5"))
     assert 0 < expected.height < frame.height and partitions.read_frame(kept).equals(expected)
     assert not list(tmp_path.glob(".*"))
+
+
+def test_partitions_concatenated_keep_their_order_and_a_namespace_is_read_alone(tmp_path):
+    first = pl.DataFrame({"namespace": ["a", "a"], "id": ["x2", "x1"], "note": [None, None]})  # an all-null column
+    second = pl.DataFrame({"namespace": ["b"] * 3, "id": ["y1", "y2", "y3"], "note": ["n1", None, "n3"]})
+    paths = [partitions.write_frame(frame, tmp_path / f"{i}.parquet") for i, frame in enumerate((first, second))]
+    joined = partitions.concatenated_partition(paths, tmp_path / "all.parquet")
+    back = pl.read_parquet(joined)
+    assert back.get_column("id").to_list() == ["x2", "x1", "y1", "y2", "y3"]
+    assert back.schema["note"] == pl.String
+    assert partitions.namespace_rows(joined, "b").get_column("id").to_list() == ["y1", "y2", "y3"]
+    assert partitions.namespace_rows(joined, "c").height == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.parquet", "1.parquet", "all.parquet"]
