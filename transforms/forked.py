@@ -25,11 +25,15 @@ def parts_for(rows: int, min_rows: int) -> int:
     process may use (at most MAX_PARTS), each part at least half of `min_rows`."""
     if rows < min_rows or multiprocessing.current_process().daemon:
         return 1
+    return max(1, min(usable_cpus(), MAX_PARTS, rows // max(1, min_rows // 2)))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_PARTS, rows // max(1, min_rows // 2)))
+        return os.cpu_count() or 1
 
 
 def row_bounds(rows: int, parts: int) -> list[tuple[int, int]]:

@@ -23,7 +23,7 @@ import polars as pl
 
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms import partitions
+from crosstier.transforms import forked, partitions
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
@@ -375,11 +375,7 @@ _HELD_COLUMNS = ("a_idx", "b_idx", "cosine", "score", "cross_reference")
 
 def _search_threads() -> int:
     """Threads a dense block's search is split over: the CPUs this process may use, up to 4."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 4))
+    return max(1, min(forked.usable_cpus(), 4))
 
 
 def searched_in_parts(
