@@ -10,13 +10,16 @@ worker's), which may not start any: there the namespaces themselves run in paral
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 MAX_PARTS = 4
+_log = logging.getLogger(__name__)
 
 
 def parts_for(rows: int, min_rows: int) -> int:
@@ -44,10 +47,17 @@ def row_bounds(rows: int, parts: int) -> list[tuple[int, int]]:
 
 def run_forked(calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
     """[function(*args) for function, args in calls], the first here, the others in forked
-    worker processes at the same time; results in the calls' order."""
+    worker processes at the same time; results in the calls' order. Where a worker cannot be
+    started or dies (killed for memory), its calls are made here instead: slower, not lost."""
     if len(calls) <= 1:
         return [function(*args) for function, args in calls]
-    with ProcessPoolExecutor(len(calls) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-        later = [pool.submit(function, *args) for function, args in calls[1:]]
-        first = calls[0][0](*calls[0][1])
-        return [first, *(future.result() for future in later)]
+    done: list[Any] = []
+    try:
+        with ProcessPoolExecutor(len(calls) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+            later = [pool.submit(function, *args) for function, args in calls[1:]]
+            done.append(calls[0][0](*calls[0][1]))
+            done.extend(future.result() for future in later)
+    except (BrokenProcessPool, OSError) as exc:
+        _log.warning("worker processes failed (%s): the rest of the work is done in this process", exc)
+        done.extend(function(*args) for function, args in calls[len(done):])
+    return done

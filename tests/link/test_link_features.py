@@ -4,6 +4,7 @@ evidence made in one process, row for row, and the entity terms a run remembered
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import polars as pl
@@ -128,3 +129,14 @@ def test_evidence_taken_from_an_earlier_run_where_inputs_are_the_same_equals_evi
     assert reused.filter(pl.col("id") == "cite-2")["ref_ids"].to_list()[0] == sorted([ids[7], "missing-id"])
     assert gone not in reused.filter(pl.col("id") == "cite-1")["ref_ids"].to_list()[0]
     assert live.reused_evidence(None, after).equals(reused)
+
+
+def _doubled_here_only(parent: int, value: int) -> int:
+    if os.getpid() != parent:  # in a forked worker: die as one killed for memory would
+        os._exit(9)
+    return 2 * value
+
+
+def test_work_of_a_worker_that_dies_is_done_here_instead():
+    parent = os.getpid()
+    assert forked.run_forked([(_doubled_here_only, (parent, v)) for v in (1, 2, 3)]) == [2, 4, 6]
