@@ -126,7 +126,7 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
         logger.info("namespace %s: %d pairs scored -> %d links stored, %d after the cap", namespace, pairs, written, kept.height)
     else:
         logger.info("namespace %s: %d pairs scored -> %d links", namespace, pairs, written)
-    return partitions.ScorePart(stored, capped, pairs, written, evidence_path, namespace)
+    return partitions.ScorePart(namespace, stored, capped, pairs, written, evidence_path)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -214,7 +214,7 @@ def evidence_partition(parts: list[partitions.ScorePart], memories: pl.DataFrame
     by id), for the next incremental run: the score tasks' own, and the last snapshot's rows of
     the namespaces no task scored (no memory of theirs changed; rows of memories gone are left
     out). Concatenated, not sorted: 100 namespaces' files sorted by DuckDB in the flow cost ~3 s."""
-    made = [part.evidence for part in sorted(parts, key=lambda part: part.namespace or "") if part.evidence is not None]
+    made = [part.evidence for part in sorted(parts, key=lambda part: part.namespace)]
     if previous_evidence is None and len(made) == 1:
         return made[0]
     if previous_evidence is not None:
@@ -252,7 +252,7 @@ class Linked:
     pairs_scored: int
     changed: int
     deleted: int
-    evidence: Path | None = None  # every memory's classifier evidence (evidence_partition)
+    evidence: Path | None  # every memory's classifier evidence (evidence_partition; None where no namespace was scored)
 
 
 def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.DataFrame, previous: dict[str, pl.DataFrame] | None, scoring: ScoringConfig, work: Path) -> Linked:

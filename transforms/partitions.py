@@ -201,15 +201,15 @@ class StorePart:
 @dataclass(frozen=True)
 class ScorePart:
     """One namespace's score task in the work folder: its stored links (every link within the
-    cap's reach, sorted by the link key), in a full run its links after the cap too, and how
-    many pairs were scored to find them."""
+    cap's reach, sorted by the link key), in a full run its links after the cap too, how many
+    pairs were scored to find them, and its memories' classifier evidence."""
 
+    namespace: str
     links: Path
     capped: Path | None
     pairs: int
     rows: int
-    evidence: Path | None = None  # the memories' classifier evidence (live.link_features_of), sorted by id
-    namespace: str | None = None
+    evidence: Path  # live.link_features_of's frame, sorted by id
 
 
 def removed_work(folder: Path) -> None:

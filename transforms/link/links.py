@@ -374,8 +374,9 @@ _HELD_COLUMNS = ("a_idx", "b_idx", "cosine", "score", "cross_reference")
 
 
 def _search_threads() -> int:
-    """Threads a dense block's search is split over: the CPUs this process may use, up to 4."""
-    return max(1, min(forked.usable_cpus(), 4))
+    """Threads a dense block's search is split over: the CPUs this process may use, up to as
+    many as the forked workers (forked.MAX_PARTS)."""
+    return max(1, min(forked.usable_cpus(), forked.MAX_PARTS))
 
 
 def searched_in_parts(
