@@ -204,7 +204,8 @@ def test_blocks_pruned_as_they_come_equal_one_prune_of_all_links_and_the_cap_is_
     # less those under the cap's bars at both ends (cap_reach.cap_bars) once blocks were pruned
     unpruned = scored_links_with_count(memories, embeddings, scoring)[1]
     assert pairs == unpruned if not by_product else (pairs < unpruned if k == 1 else pairs <= unpruned)
-    assert [c[:2] for c in calls] == [(b, 6) for b in range(1, 7)] and calls[-1][2] == pairs
+    steps = 7 if by_product else 6  # by product: the five blocks bounded, then their pairs scored (one step)
+    assert [c[:2] for c in calls] == [(b, steps) for b in range(1, steps + 1)] and calls[-1][2] == pairs
     assert calls[-1][3] >= pruned.height  # qualifying pairs kept; a few become no link when classified
     assert pruned.join(everything, on=KEYS, how="anti").height == 0
     if k <= 3:  # with about eight links a memory, a cap of 8 binds for few
@@ -237,7 +238,7 @@ def test_a_namespace_of_many_blocks_decides_on_a_small_first_block_and_keeps_the
     monkeypatch.setattr(links_module, "candidate_pairs_with_cosines", lambda *a, **kw: routes.append(int(a[3].sum())) or routed(*a, **kw))
     pruned, _ = scored_links_with_count(memories, embeddings, scoring, within_cap=3, progress=lambda *a: calls.append(a))
     assert memories.height == 240 and routes == [16] and products == [40] * 5 + [24]
-    assert [c[:2] for c in calls] == [(b, 7) for b in range(1, 8)]
+    assert [c[:2] for c in calls] == [(b, 8) for b in range(1, 9)]
     assert _sorted(pruned).equals(_sorted(within_reach(everything, cap_reach(link_memories(memories), 3))))
     # a namespace of one block is one block, whatever the first block's size
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 240)

@@ -433,7 +433,7 @@ def without_copy_pairs(pairs: pl.DataFrame, copy_keys: pl.Series | None) -> pl.D
 def bounded_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataFrame,
     cosines: np.ndarray | None = None, term_sets: TermSets | None = None, shared_weights: np.ndarray | None = None,
-    bars: np.ndarray | None = None,
+    bars: np.ndarray | None = None, with_bound: bool = False,
 ) -> pl.DataFrame:
     """The pairs whose score upper bound reaches the threshold (no explicit reference assumed),
     each with its `shared_weight` (the summed weight of the terms both ends have).
@@ -452,7 +452,8 @@ def bounded_pairs(
     `shared_weights`: the pairs' own, where an earlier bound computed them.
     `bars` (per memory row, cap_reach.cap_bars): a pair whose bound stays below the bar at
     both ends is beyond the cap's reach, so it is left out too (a pair with an explicit
-    reference comes by the references route, which this does not filter).
+    reference comes by the references route, which this does not filter). `with_bound`: each
+    kept pair's upper bound as a `bound` column too.
     """
     w = scoring.weights
     calibration = _calibration(scoring)
@@ -462,6 +463,7 @@ def bounded_pairs(
     weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
     stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
     shared = np.full(len(a), np.nan, dtype=np.float64)
+    upper = np.full(len(a), np.nan, dtype=np.float64)
     floor = scoring.min_correlation_score - _EPS * 1e3
 
     def reaches(rows: np.ndarray, cosines: np.ndarray) -> np.ndarray:
@@ -482,6 +484,7 @@ def bounded_pairs(
         exact = terms.shared_weights(ia[near], ib[near]) if shared_weights is None else shared_weights[rows[near]]
         shared[rows[near]] = exact
         bound = score(calibration.co_occurrence(exact, weight[ia[near]], weight[ib[near]]), near)
+        upper[rows[near]] = bound
         keep[near] = bound >= floor
         if bars is not None:
             # _EPS: numpy's exp and division may differ from DuckDB's in the last bits
@@ -489,14 +492,49 @@ def bounded_pairs(
                 keep[near] &= ~((bound + _EPS < bars[ia[near]]) & (bound + _EPS < bars[ib[near]]))
         return keep
 
+    bound_column = [pl.Series("bound", upper)] if with_bound else []
     if cosines is None:
         exact = gathered_cosines(embeddings, a, b, reaches)[1]
         kept = pl.Series(~np.isnan(exact))
-        return pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64), pl.Series("shared_weight", shared)).filter(kept)
+        return pairs.with_columns(pl.Series("cosine", exact, dtype=pl.Float64), pl.Series("shared_weight", shared), *bound_column).filter(kept)
     cosines = np.asarray(cosines, dtype=np.float32)
     keep = np.concatenate([reaches(np.arange(start, min(start + _CHUNK, len(a))), cosines[start:start + _CHUNK])
                            for start in range(0, len(a), _CHUNK)]) if len(a) else np.zeros(0, dtype=bool)
-    return pairs.with_columns(pl.Series("shared_weight", shared)).filter(pl.Series(keep))
+    return pairs.with_columns(pl.Series("shared_weight", shared), *bound_column).filter(pl.Series(keep))
+
+
+def within_bars(pairs: pl.DataFrame, bars: np.ndarray) -> pl.DataFrame:
+    """The pairs whose upper `bound` (bounded_pairs' `with_bound`) reaches the bar at one end
+    at least: bounded_pairs' `bars` rule, for pairs bounded before the bars were known."""
+    bound = pairs["bound"].to_numpy().astype(np.float64)
+    a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        beyond = (bound + _EPS < bars[a]) & (bound + _EPS < bars[b])
+    return pairs.filter(pl.Series(~beyond))
+
+
+def score_floors(memories: pl.DataFrame, scoring: ScoringConfig, a: np.ndarray, b: np.ndarray, cosine_floors: np.ndarray,
+                 shared_weights: np.ndarray) -> np.ndarray:
+    """A lower bound of the score sql/pair_scores gives each pair (a[i], b[i]) that is no
+    explicit reference, knowing its cosine is at least cosine_floors[i] and its exact shared
+    term weight: bounded_pairs' arithmetic with the cosine's floor for its ceiling, and
+    cross_reference counted where either end cites anything (it then joins the weights and
+    says 0 for a pair that is not a reference), less a margin for DuckDB's last bits."""
+    w = scoring.weights
+    calibration = _calibration(scoring)
+    weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
+    stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    cites = memories["cites"].fill_null(False).to_numpy()
+    gap = np.abs(stamps[a] - stamps[b])
+    timed = ~np.isnan(gap)
+    temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
+    total = (w["semantic"] + w["co_occurrence"] + np.where(timed, w["temporal"], 0.0)
+             + np.where(cites[a] | cites[b], w["cross_reference"], 0.0))
+    semantic = calibration.semantic(np.clip(np.asarray(cosine_floors, dtype=np.float64), 0.0, 1.0))
+    co = calibration.co_occurrence(shared_weights, weight[a], weight[b])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(total > 0, (w["semantic"] * semantic + w["co_occurrence"] * co + w["temporal"] * temporal) / total, 0.0)
+    return score - _EPS * 1e3
 
 
 def candidate_pairs(
@@ -526,14 +564,14 @@ def candidate_pairs_with_cosines(
     blocks of a namespace scored block by block); no pair with an end among them is returned,
     and none is bounded: in a dense namespace of 5 blocks that was ~40% of the pairs found."""
     found = pl.concat([term_pairs(memories, embeddings, scoring, focus, ranked, settled), similarity_pairs(memories, embeddings, scoring, focus, settled)])
-    found = without_copy_pairs(_unsettled(found, settled).unique(), copy_keys)
-    references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
+    found = without_copy_pairs(unsettled_pairs(found, settled).unique(), copy_keys)
+    references = without_copy_pairs(unsettled_pairs(reference_pairs(memories, focus), settled), copy_keys)
     terms = term_sets if term_sets is not None else TermSets.of(memories)
-    parts = [bounded_pairs(memories, embeddings, scoring, found, term_sets=terms), _with_cosines_and_shared_weights(references, embeddings, terms)]
+    parts = [bounded_pairs(memories, embeddings, scoring, found, term_sets=terms), with_cosines_and_shared_weights(references, embeddings, terms)]
     return pl.concat(parts).unique(["a_idx", "b_idx"]).sort("a_idx", "b_idx")
 
 
-def _with_cosines_and_shared_weights(pairs: pl.DataFrame, embeddings: np.ndarray, terms: TermSets) -> pl.DataFrame:
+def with_cosines_and_shared_weights(pairs: pl.DataFrame, embeddings: np.ndarray, terms: TermSets) -> pl.DataFrame:
     """(a_idx, b_idx) pairs with their exact `cosine` and `shared_weight`, as bounded_pairs keeps them."""
     a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
     return pairs.select(list(PAIR_SCHEMA)).with_columns(
@@ -542,7 +580,7 @@ def _with_cosines_and_shared_weights(pairs: pl.DataFrame, embeddings: np.ndarray
     )
 
 
-def _unsettled(pairs: pl.DataFrame, settled: np.ndarray | None) -> pl.DataFrame:
+def unsettled_pairs(pairs: pl.DataFrame, settled: np.ndarray | None) -> pl.DataFrame:
     """The pairs with no end among the `settled` rows."""
     if settled is None or pairs.height == 0:
         return pairs
@@ -667,10 +705,18 @@ def products_pay(embeddings: np.ndarray, scoring: ScoringConfig, pairs: pl.DataF
 _DEFAULT = object()
 
 
+def cosine_floors(loose_cosines: np.ndarray, torch) -> np.ndarray:
+    """The least exact cosine (neighbours.exact_pair_cosines) of pairs whose product gave
+    `loose_cosines` (partner_pairs' `loose`, with the same `torch`): a bf16 product's ceiling
+    is within twice its error above the float32 product, which is within _COS_SLACK."""
+    error = 2 * _BF16_PRODUCT_ERROR if torch is not None else 0.0
+    return np.asarray(loose_cosines, dtype=np.float64) - error - 2 * _COS_SLACK
+
+
 def partner_pairs(
     memories: pl.DataFrame, embeddings: np.ndarray, scoring: ScoringConfig, focus: pl.Series,
     copy_keys: pl.Series | None = None, *, torch=_DEFAULT, settled: np.ndarray | None = None,
-    term_sets: TermSets | None = None, with_cosines: bool = False, bars: np.ndarray | None = None,
+    term_sets: TermSets | None = None, with_cosines: bool = False, bars: np.ndarray | None = None, loose: bool = False,
 ) -> pl.DataFrame:
     """Pairs with an end in focus that can reach the threshold or carry a reference, for a few
     focus rows, without a route that reads every memory's terms: a superset of
@@ -691,11 +737,16 @@ def partner_pairs(
     A dense namespace's batch run uses it too, block by block (links.scored_links_with_count):
     `settled` as candidate_pairs_with_cosines' (those rows are left out of the product);
     `term_sets` as bounded_pairs'; `with_cosines` returns candidate_pairs_with_cosines'
-    columns (the exact `cosine` and `shared_weight` of each pair); `bars` as bounded_pairs'."""
+    columns (the exact `cosine` and `shared_weight` of each pair); `bars` as bounded_pairs'.
+    `loose`: the product's pairs only (no references) as the first bound left them: `cosine`
+    the product's float32 ceiling of it (within product_error(torch)), `shared_weight` exact,
+    `bound` the score's upper bound (links.scored_link_parts bounds them from below too)."""
     in_focus = focus.to_numpy()
     rows = np.flatnonzero(in_focus)
-    references = without_copy_pairs(_unsettled(reference_pairs(memories, focus), settled), copy_keys)
+    references = without_copy_pairs(unsettled_pairs(reference_pairs(memories, focus), settled), copy_keys)
     near_pairs = pl.DataFrame(schema=PAIR_SCHEMA)
+    if loose and not len(rows):
+        return pl.DataFrame(schema={**PAIR_SCHEMA, "cosine": pl.Float32, "shared_weight": pl.Float64, "bound": pl.Float64})
     if len(rows):
         floor = partner_cosine_floor(scoring) - _COS_SLACK
         if torch is _DEFAULT:
@@ -715,13 +766,16 @@ def partner_pairs(
         once = pl.DataFrame({"a_idx": lo[~twice], "b_idx": hi[~twice], "cosine": cos[~twice]}, schema=schema)
         both = pl.DataFrame({"a_idx": lo[twice], "b_idx": hi[twice], "cosine": cos[twice]}, schema=schema)
         near = pl.concat([once, both.group_by("a_idx", "b_idx").agg(pl.col("cosine").max())])
+        if loose:
+            return bounded_pairs(memories, embeddings, scoring, near, cosines=near["cosine"].to_numpy(), term_sets=term_sets, bars=bars,
+                                 with_bound=True)
         near_pairs = bounded_pairs(memories, embeddings, scoring, near.select("a_idx", "b_idx"), cosines=near["cosine"].to_numpy(),
                                    term_sets=term_sets, bars=bars)
         if not with_cosines:
             near_pairs = near_pairs.select(list(PAIR_SCHEMA))
     if with_cosines:
         terms = term_sets if term_sets is not None else TermSets.of_pairs(memories, references["a_idx"].to_numpy(), references["b_idx"].to_numpy())
-        references = _with_cosines_and_shared_weights(references, embeddings, terms)
+        references = with_cosines_and_shared_weights(references, embeddings, terms)
         near_pairs = near_pairs if "shared_weight" in near_pairs.columns else near_pairs.with_columns(shared_weight=pl.lit(None, dtype=pl.Float64))
         a, b = near_pairs["a_idx"].to_numpy(), near_pairs["b_idx"].to_numpy()
         exact = exact_pair_cosines(embeddings, a, b)

@@ -289,3 +289,50 @@ def refocused(changed: set[str], deleted: set[str], stored: pl.DataFrame, reach:
     unchanged = reach.units.join(changed_units, on="unit", how="semi").filter(~is_changed)
     newly_copied = unchanged.filter(pl.len().over("unit") == 1)["id"].to_list()
     return (changed | neighbours | set(newly_copied)) - deleted
+
+
+_BAR_BINS = 128  # lower bars are counted in bins this fine over [threshold, 1]
+
+
+class LowerBars:
+    """Per memory row, a lower bound of cap_bars' bar (its K-th best counted unit's score),
+    from pairs whose scores are known only from below: a dense namespace's first pass
+    (links.scored_link_parts), where the bf16 product gives each pair's cosine within an
+    error. If K units score at least x at a memory, its K-th best is at least x, so a pair
+    whose upper bound stays under such a bar at both ends is beyond reach (bounded_pairs'
+    `bars`) before its exact cosine and its scoring.
+
+    Each pair is to be added once and is counted at both its ends, only where it surely
+    counts there: its lower bound reaches the threshold (it is a link); no end is a copy (a
+    copy's bar is NaN, and a group's members are one unit); it is no explicit reference
+    (outside the cap); neither end is `unvouched` (such a pair may not qualify,
+    sql/qualifying_pairs). Counted in _BAR_BINS bins over [threshold, 1]; a bar is the lower
+    edge of the bin where the count from the top reaches K, so never above the K-th best."""
+
+    def __init__(self, reach: CapReach, rows: int, threshold: float, unvouched: np.ndarray) -> None:
+        self.rows, self.k, self.threshold = rows, reach.max_links, threshold
+        self.excluded = np.asarray(unvouched, dtype=bool).copy()
+        copied = reach.units.filter(pl.col("copied")).get_column("id").to_numpy()
+        self.excluded[copied] = True
+        self.copied = np.zeros(rows, dtype=bool)
+        self.copied[copied] = True
+        self.references = np.unique(reach.references.get_column("memory").to_numpy().astype(np.int64) * rows
+                                    + reach.references.get_column("other").to_numpy())
+        self.counts = np.zeros(rows * _BAR_BINS, dtype=np.int64)
+
+    def add(self, a: np.ndarray, b: np.ndarray, lower: np.ndarray) -> None:
+        keep = (lower >= self.threshold) & ~self.excluded[a] & ~self.excluded[b]
+        if len(self.references):
+            keep &= ~np.isin(a.astype(np.int64) * self.rows + b, self.references)
+        a, b, lower = a[keep], b[keep], lower[keep]
+        bins = np.minimum(((lower - self.threshold) / (1.0 - self.threshold) * _BAR_BINS).astype(np.int64), _BAR_BINS - 1)
+        self.counts += np.bincount(np.concatenate([a * _BAR_BINS + bins, b * _BAR_BINS + bins]), minlength=len(self.counts))
+
+    def bars(self) -> np.ndarray:
+        """Per memory row, the bar (NaN: fewer than K units counted, or a copy)."""
+        at_least = np.cumsum(self.counts.reshape(self.rows, _BAR_BINS)[:, ::-1], axis=1)  # units in each bin or above, from the top
+        reached = at_least >= self.k
+        top_bin = _BAR_BINS - 1 - reached.argmax(axis=1)
+        bars = self.threshold + top_bin * (1.0 - self.threshold) / _BAR_BINS - 1e-9
+        bars[~reached.any(axis=1) | self.copied] = np.nan
+        return bars

@@ -27,9 +27,10 @@ from crosstier.transforms import forked, partitions
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
-    all_pairs, bf16_torch, candidate_pairs_with_cosines, partner_pairs, products_pay, ranked_terms, without_copy_pairs,
+    unsettled_pairs, with_cosines_and_shared_weights, all_pairs, bf16_torch, bounded_pairs, candidate_pairs_with_cosines, cosine_floors,
+    partner_pairs, products_pay, ranked_terms, reference_pairs, score_floors, within_bars, without_copy_pairs,
 )
-from crosstier.transforms.link.cap_reach import by_row, cap_bars, cap_reach, value_runs
+from crosstier.transforms.link.cap_reach import LowerBars, by_row, cap_bars, cap_reach, value_runs
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.link.neighbours import exact_pair_cosines
 from crosstier.transforms.link.term_sets import TermSets
@@ -322,48 +323,25 @@ def scored_link_parts(
     block_of[rows] = _block_numbers(len(rows))
     ranked = ranked_terms(frame)
     term_sets = TermSets.of(frame)
-    dense = False  # once the first block says products pay (candidates.products_pay), the rest are searched by product
-    torch = None  # for those products: bf16 where the CPU multiplies it in hardware (candidates.bf16_torch)
-    kept: list[pl.DataFrame] = []
-    bars = None  # per memory, the score a pair must beat to stay within the cap's reach (cap_reach.cap_bars)
-    held = pruned = 0  # rows held, and rows the last prune left
+    held = _HeldLinks(reach, frame.height, _BLOCK_ROWS * within_cap)
     scored = 0
     blocks = int(block_of[rows].max()) + 1 if len(rows) else 0
     for block in range(blocks):
-        in_block = pl.Series(block_of == block)
-        settled = block_of < block
-        if dense:
-            def search(focus: pl.Series, settled_rows: np.ndarray, bars=bars) -> tuple[int, pl.DataFrame]:
-                pairs = partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled_rows, term_sets=term_sets,
-                                      with_cosines=True, bars=bars)
-                return pairs.height, qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS)
-
-            count, qualifying = searched_in_parts(search, block_of == block, settled, _search_threads())
-        else:
-            pairs = candidate_pairs_with_cosines(frame, vectors, scoring, in_block, ranked=ranked, copy_keys=keys, settled=settled, term_sets=term_sets)
-            dense = block == 0 and products_pay(vectors, scoring, pairs, np.flatnonzero(block_of == block), settled)
-            torch = bf16_torch(load=True) if dense else None
-            count, qualifying = pairs.height, qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS)
-            del pairs
-        scored += count
-        # only what pruning needs is held between blocks; the survivors are scored again at the end
-        kept.append(qualifying)
-        held += kept[-1].height
-        # pruned again once what is held has grown by half, and after the last block: a prune is
-        # safe on any subset and the last one sees every memory's top k, so the links are the
-        # same, and the work stays linear (a prune after every block re-read all the links kept
-        # so far). By half, not double: at 100k dense the largest prune's arrays set the run's
-        # peak (in process 3.7 -> 3.0 GB), and fresher bars leave more pairs unscored.
-        if block == blocks - 1 or held > _PRUNE_GROWTH * max(pruned, _BLOCK_ROWS * within_cap):
-            survivors, bars = cap_bars(pl.concat(kept), reach, ("a_idx", "b_idx"), frame.height, distinct_pairs=True)
-            kept = [survivors]
-            held = pruned = kept[0].height
+        pairs = candidate_pairs_with_cosines(frame, vectors, scoring, pl.Series(block_of == block), ranked=ranked, copy_keys=keys,
+                                             settled=block_of < block, term_sets=term_sets)
+        # once the first block says products pay (candidates.products_pay), the rest are searched by product
+        dense = block == 0 and blocks > 1 and products_pay(vectors, scoring, pairs, np.flatnonzero(block_of == block), block_of < block)
+        scored += pairs.height
+        held.add(qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS), last=block == blocks - 1)
+        del pairs
         if progress is not None:
-            progress(block + 1, blocks, scored, held)
-    if not kept:
+            progress(block + 1, blocks + dense, scored, held.rows)
+        if dense:
+            scored += _dense_blocks_scored(frame, vectors, scoring, keys, term_sets, block_of, blocks, reach, held, progress, scored)
+            break
+    if not held.parts:
         return iter([]), scored
-    survivors = kept[0].select("a_idx", "b_idx", "cosine").sort("a_idx", "b_idx")
-    del kept
+    survivors = held.pruned_links().select("a_idx", "b_idx", "cosine").sort("a_idx", "b_idx")
     # classified a slice at a time: the classifier joins each pair to both ends' texts and evidence
     parts = (classified_pairs(frame, vectors, survivors.slice(start, _CLASSIFY_ROWS), scoring)
              for start in range(0, survivors.height, _CLASSIFY_ROWS))
@@ -371,6 +349,121 @@ def scored_link_parts(
 
 
 _HELD_COLUMNS = ("a_idx", "b_idx", "cosine", "score", "cross_reference")
+_EXACT_ROWS = 1 << 20  # a dense namespace's candidate pairs are scored this many at a time
+
+
+class _HeldLinks:
+    """The scored links held while a namespace is scored: only what pruning needs (the
+    survivors are scored again at the end), pruned to the cap's reach (cap_bars) once they
+    have grown by half since the last prune, and at the end. A prune is safe on any subset
+    and the last one sees every memory's top k, so the links are the same, and the work stays
+    linear (a prune after every block re-read all the links kept so far). By half, not
+    double: at 100k dense the largest prune's arrays set the run's peak (in process 3.7 ->
+    3.0 GB), and fresher bars leave more pairs unscored. `bars`: each memory's bar at the
+    last prune (None before one)."""
+
+    def __init__(self, reach, memories: int, least: int) -> None:
+        self.reach, self.memories, self.least = reach, memories, least
+        self.parts: list[pl.DataFrame] = []
+        self.rows = self.pruned = 0
+        self.bars: np.ndarray | None = None
+
+    def add(self, qualifying: pl.DataFrame, *, last: bool = False) -> None:
+        self.parts.append(qualifying)
+        self.rows += qualifying.height
+        if last or self.rows > _PRUNE_GROWTH * max(self.pruned, self.least):
+            self.prune()
+
+    def prune(self) -> None:
+        survivors, self.bars = cap_bars(pl.concat(self.parts), self.reach, ("a_idx", "b_idx"), self.memories, distinct_pairs=True)
+        self.parts = [survivors]
+        self.rows = self.pruned = survivors.height
+
+    def pruned_links(self) -> pl.DataFrame:
+        return pl.concat(self.parts)
+
+
+def _dense_blocks_scored(
+    frame: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, keys: pl.Series, term_sets: TermSets, block_of: np.ndarray,
+    blocks: int, reach, held: _HeldLinks, progress: Callable[[int, int, int, int], None] | None, scored: int,
+) -> int:
+    """A dense namespace's blocks after the first, by product, in two passes; the pairs scored.
+
+    Where a topic's members all qualify, a memory has thousands of qualifying partners of
+    which the cap's reach keeps its best ~50: at 100k memories (bench/scale.py) one pass of
+    blocks, pruning as it went, scored 21.8M pairs to keep 4.07M, since a memory's bar only
+    rises as its partners come. So the first pass only bounds: each block's product (bf16
+    where the CPU has it) and each pair's exact term overlap and temporal give the score from
+    above and, from the product's cosine less its error, from below (candidates.score_floors);
+    the lower bounds give every memory a bar (cap_reach.LowerBars) near the one all of its
+    partners give. The second pass takes the pairs whose upper bound reaches a bar at one end
+    at least, computes their exact cosines, bounds them again and scores them (SQL), pruned
+    as they come. The links are the same: every bar is a lower bound of the cap's."""
+    threads = _search_threads()
+    torch = bf16_torch(load=True)
+    unvouched = (frame.get_column("latin_share").fill_null(0.0) < scoring.min_model_script_share).to_numpy()
+    lower = LowerBars(reach, frame.height, scoring.min_correlation_score, unvouched)
+    found: list[pl.DataFrame] = []
+    found_rows = last_filtered = 0
+    for block in range(1, blocks):
+        bars = _fresher(lower.bars(), held.bars)
+
+        def bound(focus: pl.Series, settled: np.ndarray, bars=bars) -> tuple[int, pl.DataFrame]:
+            pairs = partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled, term_sets=term_sets, bars=bars, loose=True)
+            return pairs.height, pairs
+
+        _, pairs = searched_in_parts(bound, block_of == block, block_of < block, threads)
+        a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
+        floors = cosine_floors(pairs["cosine"].to_numpy(), torch)
+        lower.add(a, b, score_floors(frame, scoring, a, b, floors, pairs["shared_weight"].to_numpy()))
+        # kept until every block is bounded (their exact cosines and scores wait for the bars);
+        # what the bars so far put beyond reach is dropped as they grow, as held links are pruned
+        found.append(pairs.select("a_idx", "b_idx", "shared_weight", (pl.col("bound") + _BOUND_ROUNDING).cast(pl.Float32)))
+        found_rows += pairs.height
+        if found_rows > _PRUNE_GROWTH * max(last_filtered, _BLOCK_ROWS * reach.max_links):
+            found = [within_bars(pl.concat(found), _fresher(lower.bars(), held.bars))]
+            found_rows = last_filtered = found[0].height
+        if progress is not None:
+            progress(block + 1, blocks + 1, scored, held.rows)
+    bars = _fresher(lower.bars(), held.bars)
+    candidates = within_bars(pl.concat(found), bars).drop("bound").sort("a_idx", "b_idx")
+    del found
+    dense_rows = pl.Series((block_of >= 1) & (block_of < blocks))
+    cited = without_copy_pairs(unsettled_pairs(reference_pairs(frame, dense_rows), block_of == 0), keys)
+    cited = with_cosines_and_shared_weights(cited, vectors, term_sets)
+    candidates = candidates.join(cited, on=["a_idx", "b_idx"], how="anti")  # a reference comes with its own
+
+    def exact(chunk: pl.DataFrame, bars: np.ndarray) -> tuple[int, pl.DataFrame]:
+        a, b = chunk["a_idx"].to_numpy(), chunk["b_idx"].to_numpy()
+        cosines = exact_pair_cosines(vectors, a, b)
+        chunk = chunk.select("a_idx", "b_idx", pl.Series("cosine", cosines, dtype=pl.Float64), "shared_weight")
+        pairs = bounded_pairs(frame, vectors, scoring, chunk, cosines=cosines.astype(np.float32),
+                              shared_weights=chunk["shared_weight"].to_numpy(), bars=bars)
+        return pairs.height, qualifying_pairs(frame, vectors, pairs, scoring).select(_HELD_COLUMNS)
+
+    count = cited.height
+    held.add(qualifying_pairs(frame, vectors, cited, scoring).select(_HELD_COLUMNS))
+    chunks = [candidates.slice(start, _EXACT_ROWS) for start in range(0, candidates.height, _EXACT_ROWS)]
+    with ThreadPoolExecutor(threads, thread_name_prefix="ctc-exact") as pool:
+        for start in range(0, len(chunks), threads):
+            bars = _fresher(bars, held.bars)
+            for pairs, qualifying in pool.map(lambda chunk: exact(chunk, bars), chunks[start:start + threads]):
+                count += pairs
+                held.add(qualifying)
+    held.prune()
+    if progress is not None:
+        progress(blocks + 1, blocks + 1, scored + count, held.rows)
+    return count
+
+
+_BOUND_ROUNDING = 1e-6  # an upper bound kept as float32 is raised this much, so it stays one
+
+
+def _fresher(bars: np.ndarray, pruned: np.ndarray | None) -> np.ndarray:
+    """The higher of two lower bounds of each memory's bar (NaN where neither knows one)."""
+    return bars if pruned is None else np.fmax(bars, pruned)
+
+
 
 
 def _search_threads() -> int:
