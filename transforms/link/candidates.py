@@ -752,9 +752,17 @@ def partner_pairs(
         if torch is _DEFAULT:
             torch = bf16_torch() if len(rows) >= _BF16_MIN_FOCUS_ROWS else None
         a, b, cos = focus_products(embeddings, rows, floor, torch, None if settled is None else np.flatnonzero(~settled))
-        namespaces = memories.get_column("namespace")  # compared at the hits only, not turned into objects for every row
-        keep = (a != b) & (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
-        if copy_keys is not None:
+        # compared at the hits only (~70M at 100k dense memories), not turned into objects for every
+        # row; a namespace's own search (the batch run's score task) compares no namespaces, and
+        # integer copy keys (links.scored_link_parts') cost a third of strings
+        keep = a != b
+        namespaces = memories.get_column("namespace")
+        if namespaces.n_unique() > 1:
+            keep &= (namespaces.gather(a) == namespaces.gather(b)).to_numpy()
+        if copy_keys is not None and copy_keys.dtype.is_integer():
+            codes = copy_keys.to_numpy()
+            keep &= codes[a] != codes[b]
+        elif copy_keys is not None:
             keep &= (copy_keys.gather(a) != copy_keys.gather(b)).to_numpy()
         a, b, cos = a[keep], b[keep], cos[keep]
         schema = {**PAIR_SCHEMA, "cosine": pl.Float32}

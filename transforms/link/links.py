@@ -317,6 +317,7 @@ def scored_link_parts(
         pairs = candidate_pairs_with_cosines(frame, vectors, scoring, focus, copy_keys=keys)
         return iter([classified_pairs(frame, vectors, pairs, scoring)]), pairs.height
     reach = by_row(cap_reach(frame, within_cap, groups=copies.copy_groups(frame, keys)), frame)
+    keys = keys.rank("dense").fill_null(0)  # the pairs' ends compare as integers from here (candidates.partner_pairs)
     rows = np.flatnonzero(focus.to_numpy()) if focus is not None else np.arange(frame.height)
     # each pair is scored in the block of its first focus end (a non-focus end never leads a block)
     block_of = np.full(frame.height, np.iinfo(np.int64).max, dtype=np.int64)
