@@ -295,10 +295,18 @@ def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFr
     return with_terms(pl.concat([changed.drop("terms"), added.drop("terms")])), edited | {"new-copy", "new-other"}, deleted
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["one-block", "dense-blocks"])
 @pytest.mark.parametrize("k, seed", [(1, 0), (3, 1), (2, 2)])
-def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, k, seed):
+def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, monkeypatch, k, seed, dense):
     memories, embeddings = generated
     scoring = _scoring(k)
+    passes = []
+    if dense:  # blocks of 16 searched by product in two passes (links._dense_blocks_scored), the focus's too
+        monkeypatch.setattr(links_module, "_BLOCK_ROWS", 16)
+        monkeypatch.setattr(candidates_module, "_DENSE_PAIRS_PER_ROW", 0)
+        monkeypatch.setattr(candidates_module, "_HITS_PER_PAIR", 1e9)
+        two_passes = links_module._dense_blocks_scored
+        monkeypatch.setattr(links_module, "_dense_blocks_scored", lambda *a: passes.append(int((a[5] < a[6]).sum())) or two_passes(*a))
     stored = scored_links_with_count(memories, embeddings, scoring, within_cap=k)[0]
     vector_of = dict(zip(memories["id"].to_list(), embeddings))
     rng = np.random.default_rng(seed)
@@ -315,6 +323,8 @@ def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, k, se
 
     full = scored_links_with_count(after, vectors, scoring, within_cap=k)[0]
     assert _sorted(incremental).equals(_sorted(full))
+    if dense:  # the focus (its rows in blocks) went the two passes' way as well as the full runs
+        assert len(passes) == 3 and passes[1] == len(focus) > 16
     everything = scored_links(after, vectors, scoring)
     assert _sorted(capped_links(incremental, k, after)).equals(_sorted(capped_links(everything, k, after)))
 

@@ -318,7 +318,7 @@ class LowerBars:
         self.copied[copied] = True
         self.references = np.unique(reach.references.get_column("memory").to_numpy().astype(np.int64) * rows
                                     + reach.references.get_column("other").to_numpy())
-        self.counts = np.zeros(rows * _BAR_BINS, dtype=np.int64)
+        self.counts = np.zeros(rows * _BAR_BINS, dtype=np.int32)
 
     def add(self, a: np.ndarray, b: np.ndarray, lower: np.ndarray) -> None:
         keep = (lower >= self.threshold) & ~self.excluded[a] & ~self.excluded[b]

@@ -419,7 +419,7 @@ def _dense_blocks_scored(
         lower.add(a, b, score_floors(frame, scoring, a, b, floors, pairs["shared_weight"].to_numpy()))
         # kept until every block is bounded (their exact cosines and scores wait for the bars);
         # what the bars so far put beyond reach is dropped as they grow, as held links are pruned
-        found.append(pairs.select("a_idx", "b_idx", "shared_weight", (pl.col("bound") + _BOUND_ROUNDING).cast(pl.Float32)))
+        found.append(pairs.select(pl.col("a_idx", "b_idx").cast(pl.Int32), "shared_weight", (pl.col("bound") + _BOUND_ROUNDING).cast(pl.Float32)))
         found_rows += pairs.height
         if found_rows > _PRUNE_GROWTH * max(last_filtered, _BLOCK_ROWS * reach.max_links):
             found = [within_bars(pl.concat(found), _fresher(lower.bars(), held.bars))]
@@ -427,7 +427,7 @@ def _dense_blocks_scored(
         if progress is not None:
             progress(block + 1, blocks + 1, scored, held.rows)
     bars = _fresher(lower.bars(), held.bars)
-    candidates = within_bars(pl.concat(found), bars).drop("bound").sort("a_idx", "b_idx")
+    candidates = within_bars(pl.concat(found), bars).drop("bound").sort("a_idx", "b_idx").cast({"a_idx": pl.Int64, "b_idx": pl.Int64})
     del found
     dense_rows = pl.Series((block_of >= 1) & (block_of < blocks))
     cited = without_copy_pairs(unsettled_pairs(reference_pairs(frame, dense_rows), block_of == 0), keys)
