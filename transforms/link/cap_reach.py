@@ -297,7 +297,7 @@ _BAR_BINS = 128  # lower bars are counted in bins this fine over [threshold, 1]
 class LowerBars:
     """Per memory row, a lower bound of cap_bars' bar (its K-th best counted unit's score),
     from pairs whose scores are known only from below: a dense namespace's first pass
-    (links.scored_link_parts), where the bf16 product gives each pair's cosine within an
+    (links._dense_blocks_scored), where the bf16 product gives each pair's cosine within an
     error. If K units score at least x at a memory, its K-th best is at least x, so a pair
     whose upper bound stays under such a bar at both ends is beyond reach (bounded_pairs'
     `bars`) before its exact cosine and its scoring.

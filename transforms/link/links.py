@@ -27,10 +27,10 @@ from crosstier.transforms import forked, partitions
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
-    unsettled_pairs, with_cosines_and_shared_weights, all_pairs, bf16_torch, bounded_pairs, candidate_pairs_with_cosines, cosine_floors,
-    partner_pairs, products_pay, ranked_terms, reference_pairs, score_floors, within_bars, without_copy_pairs,
+    all_pairs, bf16_torch, bounded_pairs, candidate_pairs_with_cosines, cosine_floors, partner_pairs, products_pay, ranked_terms,
+    reference_pairs, score_floors, unsettled_pairs, with_cosines_and_shared_weights, within_bars, without_copy_pairs,
 )
-from crosstier.transforms.link.cap_reach import LowerBars, by_row, cap_bars, cap_reach, value_runs
+from crosstier.transforms.link.cap_reach import CapReach, LowerBars, by_row, cap_bars, cap_reach, value_runs
 from crosstier.transforms.link.features import NEGATION_IGNORED, link_features
 from crosstier.transforms.link.neighbours import exact_pair_cosines
 from crosstier.transforms.link.term_sets import TermSets
@@ -363,7 +363,7 @@ class _HeldLinks:
     3.0 GB), and fresher bars leave more pairs unscored. `bars`: each memory's bar at the
     last prune (None before one)."""
 
-    def __init__(self, reach, memories: int, least: int) -> None:
+    def __init__(self, reach: CapReach, memories: int, least: int) -> None:
         self.reach, self.memories, self.least = reach, memories, least
         self.parts: list[pl.DataFrame] = []
         self.rows = self.pruned = 0
@@ -386,7 +386,7 @@ class _HeldLinks:
 
 def _dense_blocks_scored(
     frame: pl.DataFrame, vectors: np.ndarray, scoring: ScoringConfig, keys: pl.Series, term_sets: TermSets, block_of: np.ndarray,
-    blocks: int, reach, held: _HeldLinks, progress: Callable[[int, int, int, int], None] | None, scored: int,
+    blocks: int, reach: CapReach, held: _HeldLinks, progress: Callable[[int, int, int, int], None] | None, scored: int,
 ) -> int:
     """A dense namespace's blocks after the first, by product, in two passes; the pairs scored.
 
