@@ -128,21 +128,27 @@ def test_cosine_floors_bound_the_exact_cosine_of_the_products_pairs(cited_corpus
         assert (floors <= exact).all() and (exact <= loose["cosine"].to_numpy() + 1e-5).all()
 
 
-def test_the_first_pass_bars_leave_pairs_unscored_and_change_no_link(cited_corpus, monkeypatch):
+@pytest.mark.parametrize("products", ["bf16-where-the-cpu-has-it", "float32"])
+def test_the_first_pass_bars_leave_pairs_unscored_and_change_no_link(cited_corpus, monkeypatch, products):
     """A dense namespace (blocks of 40, searched by product after the first): the same links as
     one prune of every pair (references included, each scored once), and fewer pairs scored
-    than with the first pass's bars unknown (NaN)."""
+    than with the first pass's bars unknown (NaN). In float32 too, as on a CPU without bf16."""
     memories, embeddings = cited_corpus
     scoring = _scoring(3)
+    if products == "float32":
+        monkeypatch.setattr(links_module, "bf16_torch", lambda load=False: None)
     monkeypatch.setattr(links_module, "_BLOCK_ROWS", 40)
     monkeypatch.setattr(candidates_module, "_DENSE_PAIRS_PER_ROW", 0)
     monkeypatch.setattr(candidates_module, "_HITS_PER_PAIR", 1e9)
     monkeypatch.setattr(links_module, "_EXACT_ROWS", 500)  # the second pass's pairs in several chunks
+    searched, torches = links_module.partner_pairs, set()
+    monkeypatch.setattr(links_module, "partner_pairs", lambda *a, **kw: torches.add(kw["torch"] is None) or searched(*a, **kw))
     everything = scored_links(memories, embeddings, scoring)
     assert everything.filter(pl.col("cross_reference") > 0).height >= 20
     want = within_reach(everything, cap_reach(link_memories(memories), 3))
     pruned, pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
     assert pruned.sort(KEYS).equals(want.sort(KEYS))
+    assert torches == {products == "float32" or bf16_torch(load=True) is None}
     monkeypatch.setattr(cap_reach_module.LowerBars, "bars", lambda self: np.full(self.rows, np.nan))
     blind, blind_pairs = scored_links_with_count(memories, embeddings, scoring, within_cap=3)
     assert blind.sort(KEYS).equals(want.sort(KEYS))
