@@ -460,8 +460,7 @@ def bounded_pairs(
     a = pairs["a_idx"].to_numpy()
     b = pairs["b_idx"].to_numpy()
     terms = term_sets if term_sets is not None or shared_weights is not None else TermSets.of_pairs(memories, a, b)
-    weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
-    stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    weight, stamps = _weights_and_stamps(memories)
     shared = np.full(len(a), np.nan, dtype=np.float64)
     upper = np.full(len(a), np.nan, dtype=np.float64)
     floor = scoring.min_correlation_score - _EPS * 1e3
@@ -469,9 +468,7 @@ def bounded_pairs(
     def reaches(rows: np.ndarray, cosines: np.ndarray) -> np.ndarray:
         """Per pair (positions `rows`, float32 `cosines`): does its upper bound reach the threshold?"""
         ia, ib = a[rows], b[rows]
-        gap = np.abs(stamps[ia] - stamps[ib])
-        timed = ~np.isnan(gap)
-        temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
+        temporal, timed = _temporal(stamps, ia, ib, scoring.tau_days)
         total = w["semantic"] + w["co_occurrence"] + np.where(timed, w["temporal"], 0.0)
         rest = w["semantic"] * calibration.semantic(np.clip(cosines + _COS_SLACK, 0.0, 1.0)) + w["temporal"] * temporal
 
@@ -503,6 +500,21 @@ def bounded_pairs(
     return pairs.with_columns(pl.Series("shared_weight", shared), *bound_column).filter(pl.Series(keep))
 
 
+def _weights_and_stamps(memories: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each memory's summed term weight, and its timestamp in epoch seconds (NaN: undated):
+    what the bounds of a pair's score read of its ends."""
+    return (memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64),
+            memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6)
+
+
+def _temporal(stamps: np.ndarray, a: np.ndarray, b: np.ndarray, tau_days: float) -> tuple[np.ndarray, np.ndarray]:
+    """(temporal, timed) of each pair (a[i], b[i]) as sql/pair_scores computes it (0 and False
+    where an end is undated), from _weights_and_stamps' timestamps."""
+    gap = np.abs(stamps[a] - stamps[b])
+    timed = ~np.isnan(gap)
+    return np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * tau_days)), 0.0), timed
+
+
 def within_bars(pairs: pl.DataFrame, bars: np.ndarray) -> pl.DataFrame:
     """The pairs whose upper `bound` (bounded_pairs' `with_bound`) reaches the bar at one end
     at least: bounded_pairs' `bars` rule, for pairs bounded before the bars were known."""
@@ -522,12 +534,9 @@ def score_floors(memories: pl.DataFrame, scoring: ScoringConfig, a: np.ndarray, 
     says 0 for a pair that is not a reference), less a margin for DuckDB's last bits."""
     w = scoring.weights
     calibration = _calibration(scoring)
-    weight = memories["term_weights"].list.sum().fill_null(0.0).to_numpy().astype(np.float64)
-    stamps = memories["timestamp"].dt.epoch("us").to_numpy().astype(np.float64) / 1e6
+    weight, stamps = _weights_and_stamps(memories)
     cites = memories["cites"].fill_null(False).to_numpy()
-    gap = np.abs(stamps[a] - stamps[b])
-    timed = ~np.isnan(gap)
-    temporal = np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * scoring.tau_days)), 0.0)
+    temporal, timed = _temporal(stamps, a, b, scoring.tau_days)
     total = (w["semantic"] + w["co_occurrence"] + np.where(timed, w["temporal"], 0.0)
              + np.where(cites[a] | cites[b], w["cross_reference"], 0.0))
     semantic = calibration.semantic(np.clip(np.asarray(cosine_floors, dtype=np.float64), 0.0, 1.0))
@@ -739,8 +748,8 @@ def partner_pairs(
     `term_sets` as bounded_pairs'; `with_cosines` returns candidate_pairs_with_cosines'
     columns (the exact `cosine` and `shared_weight` of each pair); `bars` as bounded_pairs'.
     `loose`: the product's pairs only (no references) as the first bound left them: `cosine`
-    the product's float32 ceiling of it (within product_error(torch)), `shared_weight` exact,
-    `bound` the score's upper bound (links.scored_link_parts bounds them from below too)."""
+    the product's float32 ceiling of it (cosine_floors gives its floor), `shared_weight` exact,
+    `bound` the score's upper bound (links._dense_blocks_scored bounds them from below too)."""
     in_focus = focus.to_numpy()
     rows = np.flatnonzero(in_focus)
     references = without_copy_pairs(unsettled_pairs(reference_pairs(memories, focus), settled), copy_keys)

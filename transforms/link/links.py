@@ -409,11 +409,10 @@ def _dense_blocks_scored(
     for block in range(1, blocks):
         bars = _fresher(lower.bars(), held.bars)
 
-        def bound(focus: pl.Series, settled: np.ndarray, bars=bars) -> tuple[int, pl.DataFrame]:
-            pairs = partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled, term_sets=term_sets, bars=bars, loose=True)
-            return pairs.height, pairs
+        def bound(focus: pl.Series, settled: np.ndarray, bars=bars) -> pl.DataFrame:
+            return partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled, term_sets=term_sets, bars=bars, loose=True)
 
-        _, pairs = searched_in_parts(bound, block_of == block, block_of < block, threads)
+        pairs = searched_in_parts(bound, block_of == block, block_of < block, threads)
         a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
         floors = cosine_floors(pairs["cosine"].to_numpy(), torch)
         lower.add(a, b, score_floors(frame, scoring, a, b, floors, pairs["shared_weight"].to_numpy()))
@@ -474,15 +473,16 @@ def _search_threads() -> int:
 
 
 def searched_in_parts(
-    search: Callable[[pl.Series, np.ndarray], tuple[int, pl.DataFrame]], in_block: np.ndarray, settled: np.ndarray, parts: int,
-) -> tuple[int, pl.DataFrame]:
+    search: Callable[[pl.Series, np.ndarray], pl.DataFrame], in_block: np.ndarray, settled: np.ndarray, parts: int,
+) -> pl.DataFrame:
     """search(focus, settled) over a block's rows (`in_block`), split into `parts` searched at
-    once on threads; (pairs searched, their frames concatenated, sorted by a_idx, b_idx).
+    once on threads; their frames concatenated, in no particular order (the caller sorts what
+    it keeps once, at the end).
 
     Each part but the last also counts the later parts' rows as settled, so a pair with both
     ends in the block is searched in one part only (the later end's): the parts' pairs are
-    the block's, each once. Nearly all of a search is numpy, torch and DuckDB, which let go
-    of the GIL, and one search ran at ~1.2 cores of 2 (100k dense memories)."""
+    the block's, each once. Nearly all of a search is numpy and torch, which let go of the
+    GIL, and one search ran at ~1.2 cores of 2 (100k dense memories)."""
     rows = np.flatnonzero(in_block)
     chunks = [chunk for chunk in np.array_split(rows, max(1, min(parts, len(rows) // _MIN_PART_ROWS))) if len(chunk)]
     if len(chunks) <= 1:
@@ -495,8 +495,7 @@ def searched_in_parts(
         jobs.append((pl.Series(focus), settled | later))
         later = later | focus
     with ThreadPoolExecutor(len(jobs), thread_name_prefix="ctc-search") as pool:
-        done = list(pool.map(lambda job: search(*job), jobs))
-    return sum(count for count, _ in done), pl.concat([frame for _, frame in done]).sort("a_idx", "b_idx")
+        return pl.concat(list(pool.map(lambda job: search(*job), jobs)))
 
 
 _MIN_PART_ROWS = 256  # a block is split only into parts of at least this many rows
