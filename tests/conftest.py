@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +36,8 @@ SAMPLE_CONFIG = ROOT / "correlator.toml"
 
 # Before anything imports prefect: no analytics, no state in the user's ~/.prefect.
 _PREFECT_HOME = tempfile.mkdtemp(prefix="ctc-prefect-home-")
+# registered first, so it runs last: after the Prefect server (whose log lies there) is stopped
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
