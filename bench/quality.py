@@ -231,14 +231,16 @@ def statement_figures(rows: list[dict], encode) -> tuple[dict[str, float], pl.Da
 
 def sick_rows(path: Path, sets: set[str]) -> list[dict]:
     """Sentence pairs of a SICK file (tab-separated, with its header: SICK.txt's `entailment_label` and
-    `SemEval_set`, or the SemEval files' `entailment_judgment`), those of the given sets."""
+    `SemEval_set`, or the SemEval files' `entailment_judgment`), those of the given sets, each pair
+    once (SICK_trial.txt lists pair 211 twice)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     header = lines[0].split("\t")
     label = "entailment_label" if "entailment_label" in header else "entailment_judgment"
-    rows = []
+    rows, seen = [], set()
     for line in lines[1:]:
         fields = dict(zip(header, line.split("\t")))
-        if fields.get("SemEval_set", "TEST") in sets:
+        if fields.get("SemEval_set", "TEST") in sets and fields["pair_ID"] not in seen:
+            seen.add(fields["pair_ID"])
             rows.append({"id": f"sick{fields['pair_ID']}", "a": fields["sentence_A"], "b": fields["sentence_B"],
                          "label": fields[label]})
     return rows

@@ -25,7 +25,9 @@ def test_sick_rows_read_both_headers_and_keep_the_asked_sets(tmp_path):
     assert rows[0]["b"] == "There is no boy playing outdoors"
     semeval = tmp_path / "SICK_test_annotated.txt"
     semeval.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
-                       "7\tA man is walking outside\tThere is no man walking outside\t3.5\tCONTRADICTION\n", encoding="utf-8")
+                       "7\tA man is walking outside\tThere is no man walking outside\t3.5\tCONTRADICTION\n"
+                       "7\tA man is walking outside\tThere is no man walking outside\t3.5\tCONTRADICTION\n",  # listed twice
+                       encoding="utf-8")
     assert quality.sick_rows(semeval, {"TEST"}) == [
         {"id": "sick7", "a": "A man is walking outside", "b": "There is no man walking outside", "label": "CONTRADICTION"}
     ]

@@ -59,6 +59,9 @@ _ANTONYMS = (
     # "float round() is banned" agree), dark (mode), clean/dirty (a work tree), exit (code), load, cover.
     ("fill", "empty"), ("toward", "away"), ("top", "bottom"), ("listen", "ignore"), ("remember", "forget"),
     ("remember", "forgot"), ("laugh", "cry"), ("connect", "disconnect"), ("attach", "detach"), ("dress", "undress"),
+    # the two words of one place said in the other pair's words ("running outside" / "running indoors"),
+    # an aim met or not ("hitting" / "missing" the potato), a request answered ("granting" / "denying")
+    ("indoor", "outside"), ("inside", "outdoor"), ("hit", "miss"), ("strike", "miss"), ("grant", "deny"), ("crowded", "empty"),
 )
 # The negative words that state an absence or a refusal ("empty", "disabled", "rejected"): "not X"
 # says the same as one of them, unlike the other opposites (outside, standing, late), which are
@@ -66,7 +69,7 @@ _ANTONYMS = (
 _PRIVATIVE = ("disable", "deny", "block", "forbid", "dislike", "hate", "avoid", "reject", "remove", "exclude",
               "stop", "disagree", "fail", "false", "close", "never", "drop", "uninstall", "unlock", "empty",
               "absent", "dead", "hidden", "invalid", "offline", "lose", "ignore", "forget", "forgot", "disconnect",
-              "detach", "undress")
+              "detach", "undress", "miss")
 # stem -> [(group, sign)]
 POLARITY: dict[str, list[tuple[str, str]]] = {}
 for _pos, _neg in _ANTONYMS:
@@ -235,6 +238,17 @@ _PERSON_WORDS = frozenset(("man", "men", "woman", "women", "boy", "boys", "girl"
                            "lady", "ladies", "someone", "somebody"))
 
 
+# One action or property in other words, read as one word where a negation is matched and a
+# contradiction's subject is compared: "there is no one cutting a tomato" denies "the lady is
+# slicing a tomato", "no boy checking a calendar" denies "a boy is looking at a calendar" (SICK's
+# contradictions). Verbs of one act only; the first word of each group stands for the others.
+_SAME_WORDS = (
+    ("cut", "slice", "chop"), ("look", "check"), ("guard", "defend", "protect"), ("talk", "speak"), ("jump", "leap"),
+    ("throw", "toss", "hurl"), ("fix", "repair"), ("buy", "purchase"), ("big", "large"),
+)
+SAME_STEM = {stem(word): stem(group[0]) for group in _SAME_WORDS for word in group}
+
+
 _ANY_PERSON_WORDS = ("person", "persons", "people", "someone", "somebody", "nobody", "anyone", "anybody", "everyone", "everybody")
 _ANY_PERSON_TERMS = frozenset(_ANY_PERSON_WORDS) | {stem(w) for w in _ANY_PERSON_WORDS}
 _PERSON_TERMS = frozenset(_PERSON_WORDS) | {stem(w) for w in _PERSON_WORDS} | _ANY_PERSON_TERMS
@@ -256,7 +270,8 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
                 out.append(EXCLUSIVE.get(w, stem(w)))
             out.append("person")
         elif len(w) >= 3 and w not in STOP_WORDS:
-            out.append(stem(w))
+            term = stem(w)
+            out.append(SAME_STEM.get(term, term))
     return out
 
 
@@ -393,7 +408,7 @@ def _subject_of(term: str) -> tuple[str, ...]:
         return tuple(group for group, _ in groups)
     if exclusive:
         return (exclusive.split("=")[0],)
-    return (term,)
+    return (SAME_STEM.get(term, term),)
 
 
 # Agents and objects that cannot be one another in the same event ("a man" / "a woman" playing the
