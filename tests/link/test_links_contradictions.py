@@ -195,9 +195,12 @@ def test_since_a_pr_does_not_make_a_causal_link():
         # a particle that says the opposite state of one verb (not a particle alone: "on Friday")
         ("Dark mode is turned on in the admin console", "Dark mode was switched off in the admin console", "Contradiction: opposite turn on"),
         ("A woman is taking off a large cloak", "A woman is putting on a large cloak", "Contradiction: opposite put on"),
-        # a word naming a person is one word when a negation is matched (SICK: contradiction)
+        # a word naming a person is one word when a negation is matched, the kind it names stated by the other
         ("There is no man in a black jacket doing tricks on a motorbike",
-         "A person in a black jacket is doing tricks on a motorbike", "Contradiction: negation (no)"),
+         "A man in a black jacket is doing tricks on a motorbike", "Contradiction: negation (no)"),
+        # a hat is no "hate": the negation is the conflict (SICK 7305), not an opposite "like"
+        ("There is no man wearing a straw hat who is smoking a cigarette",
+         "A man is wearing a straw hat and smoking a cigarette", "Contradiction: negation (no)"),
         # any person word is one subject: "person" and "a woman" (SICK)
         ("There is no person boiling noodles", "A woman is boiling noodles in water", "Contradiction: negation (no)"),
         # denying the less specific claim denies the more specific one, however much more it says
@@ -269,6 +272,12 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         ("The release isn't ready", "If the release is ready, tag it"),
         # the opposites alone are not a shared subject: the rest must describe one scene (SICK: neutral)
         ("A boy in a swimsuit is sitting on a circular fountain", "A boy is standing next to the opening of a fountain"),
+        # a negation of one kind of person denies nothing of a person of another kind, or of any
+        # person (SICK labels 12 of 14 such pairs neutral: 1374, 5044, 5433)
+        ("There is no man in a black jacket doing tricks on a motorbike",
+         "A person in a black jacket is doing tricks on a motorbike"),
+        ("There is no woman cutting an onion", "A man is cutting onions"),
+        ("There is no man reading the email", "Someone is reading the email"),
         # one act in two words, neither denied; a miss is a "did not hit"
         ("The lady is slicing a tomato", "A woman is cutting a tomato"),
         ("The ball did not hit the potato", "The ball missed the potato"),
@@ -322,3 +331,19 @@ def test_a_negation_of_the_same_act_in_another_word_is_a_contradiction_without_a
     links = scored_links(memories({"id": "a", **fact(a)}, {"id": "b", **fact(b)}), vectors(0.65), DEFAULT)
     assert links.height == 1
     assert (links.row(0, named=True)["relationship_type"], links.row(0, named=True)["reason"]) == ("contradicts", reason)
+
+
+def test_a_hat_is_no_hate_and_a_negated_person_keeps_its_kind():
+    """Evidence behind the rules above: "hat" stems as "hate" does, but is no polar word and no
+    refusal; "hates" still is. A negation naming a kind of person carries that kind in its
+    phrase; one naming any person does not."""
+    from crosstier.transforms.link.features import negative_states, polarity_marks
+
+    assert polarity_marks("A man is wearing a hat") == []
+    assert polarity_marks("The user hates spicy food") == ["like-", "love-"]
+    _, _, stated, _ = negated_terms("A man is wearing a white hat")
+    assert negative_states(stated) == []
+    assert negative_states(negated_terms("The user hates spicy food")[2]) == ["hate"]
+    assert negated_terms("There is no man playing a keyboard")[1] == ["person play sex=male"]
+    assert negated_terms("There is no person playing a keyboard")[1] == ["person play"]
+    assert negated_terms("There is no child playing a keyboard")[1] == ["person play"]

@@ -71,11 +71,22 @@ _PRIVATIVE = ("disable", "deny", "block", "forbid", "dislike", "hate", "avoid", 
               "absent", "dead", "hidden", "invalid", "offline", "lose", "ignore", "forget", "forgot", "disconnect",
               "detach", "undress", "miss")
 # stem -> [(group, sign)]
+# "hate" stems as "hat" does: read as "hat", "A man is wearing a hat" / "There is no man wearing
+# a hat" was an opposite "like", and "a white hat" stated a refusal (negative_states). Its forms
+# are one word of their own wherever the evidence reads polar words (_polar_stem).
+_HATE_FORMS = frozenset(("hate", "hates", "hated", "hating"))
+
+
+def _polar_stem(word: str) -> str:
+    """stem(word), except that the forms of "hate" are "hate" (not "hat")."""
+    return "hate" if word in _HATE_FORMS else stem(word)
+
+
 POLARITY: dict[str, list[tuple[str, str]]] = {}
 for _pos, _neg in _ANTONYMS:
-    POLARITY.setdefault(stem(_pos), []).append((_pos, "+"))
-    POLARITY.setdefault(stem(_neg), []).append((_pos, "-"))
-_PRIVATIVE_STEMS = frozenset(stem(w) for w in _PRIVATIVE)
+    POLARITY.setdefault(_polar_stem(_pos), []).append((_pos, "+"))
+    POLARITY.setdefault(_polar_stem(_neg), []).append((_pos, "-"))
+_PRIVATIVE_STEMS = frozenset(_polar_stem(w) for w in _PRIVATIVE)
 _POLAR_WORD = re.compile(r"[a-z]+", re.IGNORECASE)
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -176,10 +187,15 @@ _ANY_PARTICLE_OPPOSITE = re.compile("|".join(
 ), re.IGNORECASE)
 
 
+# Words whose stem is a polar word's but which are other words ("presentation" stems as "present").
+_NOT_POLAR = frozenset(("presentation", "presentations", "validation", "validations"))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _polar_groups(word: str) -> tuple[tuple[str, str], ...]:
     """POLARITY's (group, sign) pairs of a word as the text writes it (one lookup per word seen)."""
-    return tuple(POLARITY.get(stem(word.lower()), ()))
+    word = word.lower()
+    return () if word in _NOT_POLAR else tuple(POLARITY.get(_polar_stem(word), ()))
 
 
 def _negation_clauses(content: str) -> list[tuple[re.Match, int]]:
@@ -270,7 +286,7 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
                 out.append(EXCLUSIVE.get(w, stem(w)))
             out.append("person")
         elif len(w) >= 3 and w not in STOP_WORDS:
-            term = stem(w)
+            term = _polar_stem(w)
             out.append(SAME_STEM.get(term, term))
     return out
 
@@ -318,7 +334,8 @@ def negated_terms(content: str, clauses: list[tuple[re.Match, int]] | None = Non
         hypothetical = any(start <= match.start() < stop for start, stop in supposed)
         if words and not _LET.match(clause) and not hypothetical:
             cue = cue or (match.group(1) or match.group(2)).lower().replace("\u2019", "'")
-            phrases.add(" ".join(words))
+            kind = _negated_person_kind(clause)
+            phrases.add(" ".join(words + ([kind] if kind else [])))
     if not phrases:
         # a text that denies nothing: what it supposes is a scope. One that denies something
         # keeps every word it states (the subject its negation must share with the other side),
@@ -333,6 +350,25 @@ def negated_terms(content: str, clauses: list[tuple[re.Match, int]] | None = Non
     stated = set(_content_words(" ".join(plain), stated=True))
     scope = set(_content_words(" ".join(content[start:end] for start, end in scoped)))
     return cue, sorted(phrases), sorted(stated), sorted(scope)
+
+
+def _negated_person_kind(clause: str) -> str | None:
+    """Which person ("sex=male") a negation's phrase names where it names one of a kind: "there
+    is no man playing a keyboard" denies a man playing, not "a person" or "a woman" playing it
+    (SICK labels 12 of 14 such pairs neutral), so the other side must state that kind too, as
+    "A man is ..." does (_content_words, stated). None for any person ("nobody", "no person")
+    and for a person word of no kind (a child, a player)."""
+    seen = 0
+    for word in _WORD.findall(clause.lower()):
+        if word in _ANY_PERSON_WORDS:
+            return None
+        if word in _PERSON_WORDS:
+            return EXCLUSIVE.get(word)
+        if len(word) >= 3 and word not in STOP_WORDS and word not in _NEGATION_FILLER:
+            seen += 1
+            if seen == _NEGATED_PHRASE_WORDS:
+                return None
+    return None
 
 
 # Words that negate without a negation particle. They only widen a memory's negation scope (never
