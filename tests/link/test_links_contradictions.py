@@ -215,6 +215,15 @@ def test_since_a_pr_does_not_make_a_causal_link():
         ("The man is denying an interview", "The man is granting an interview", "Contradiction: opposite grant"),
         ("Some people and vehicles are on a crowded street", "Some people and vehicles are on an almost empty street",
          "Contradiction: opposite crowded"),
+        # "failing to" denies as "not" does; a measure ("a piece of") is not part of the denied claim;
+        # friends / enemies, rising / falling, holding up / putting down (SICK TEST 900, 4206, 9320, 9378, 6498)
+        ("A man in a blue jumpsuit is failing to perform a wheelie on a motorcycle",
+         "A man in a blue jumpsuit is courageously performing a wheelie on a motorcycle", "Contradiction: negation (failing to)"),
+        ("Nobody is slicing a piece of bread", "A man is slicing some bread", "Contradiction: negation (nobody)"),
+        ("Three friends are making faces for the camera", "Three enemies are making faces for the camera",
+         "Contradiction: opposite friend"),
+        ("A man in green is rising up from the grass", "A man in green is falling down on the grass", "Contradiction: opposite rise"),
+        ("A man is putting down an electronic device", "A man is holding up an electronic device", "Contradiction: opposite pick up"),
     ],
 )
 def test_shared_subject_contradictions(a, b, reason):
@@ -322,6 +331,8 @@ def test_a_negation_with_one_word_reworded_needs_texts_close_in_meaning(cosine, 
         ("The lady is slicing a tomato", "There is no one cutting a tomato", "Contradiction: negation (no one)"),
         ("A boy is looking at a calendar", "There is no boy checking a calendar", "Contradiction: negation (no)"),
         ("A man is slicing a potato into pieces", "A man is not cutting a potato", "Contradiction: negation (not)"),
+        ("The woman is dicing onions", "There is no woman cutting an onion", "Contradiction: negation (no)"),
+        ("There is no dog rolling from side to side", "A puppy is rolling from side to side on its back", "Contradiction: negation (no)"),
     ],
 )
 def test_a_negation_of_the_same_act_in_another_word_is_a_contradiction_without_a_paraphrase_cosine(a, b, reason):
@@ -347,3 +358,12 @@ def test_a_hat_is_no_hate_and_a_negated_person_keeps_its_kind():
     assert negated_terms("There is no man playing a keyboard")[1] == ["person play sex=male"]
     assert negated_terms("There is no person playing a keyboard")[1] == ["person play"]
     assert negated_terms("There is no child playing a keyboard")[1] == ["person play"]
+
+
+def test_a_failure_to_act_is_a_negation_whose_cue_is_no_part_of_the_claim():
+    from crosstier.transforms.link.features import NEGATION_IGNORED
+
+    assert negated_terms("The team was unable to reach the vendor")[:2] == ("unable to", ["reach vendor"])
+    assert negated_terms("The deploy failed to start")[:2] == ("failed to", ["start"])
+    # the cue's own word is in the scope; the other side need not state it
+    assert {"fail", "unabl"} <= set(NEGATION_IGNORED)

@@ -26,10 +26,12 @@ from crosstier.transforms.link.terms import stem as _stem
 
 stem = functools.lru_cache(maxsize=1 << 16)(_stem)  # pure, and called for every word of every memory
 
-# Negation cues: particles, contractions, "lack"/"lacked" (lexical negation) and the contrastive
+# Negation cues: particles, contractions, "lack"/"lacked" (lexical negation), a failure to act
+# ("failing to perform a wheelie" denies "performing a wheelie") and the contrastive
 # "rather than" / "instead of" ("grouped by area rather than by repository" negates "by repository").
 _NEGATION = re.compile(
-    r"\b(no longer|rather than|instead of|no one|nobody|nothing|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?)\b"
+    r"\b(no longer|rather than|instead of|no one|nobody|nothing|not|never|no|cannot|none|neither|nor|without|lack(?:s|ed|ing)?"
+    r"|fail(?:s|ed|ing)? to|unable to)\b"
     r"|\b\w+(n['\u2019]t)\b",
     re.IGNORECASE,
 )
@@ -39,7 +41,7 @@ _NEGATION_FILLER = frozenset(("anymore", "necessarily", "currently", "actually",
 _NEGATED_PHRASE_WORDS = 2  # a negation negates the next two content words of its clause (predicate + object)
 # Words of a negation's scope that are not part of the claim it denies: the cue itself ("lacks",
 # "neither") and the fillers. The other side need not state them (sql/classified_links.sql).
-NEGATION_IGNORED = sorted({stem(w) for w in _NEGATION_FILLER} | {"lack", "neither"})
+NEGATION_IGNORED = sorted({stem(w) for w in _NEGATION_FILLER} | {"lack", "neither", stem("fail"), stem("unable")})
 
 # Word groups with opposite polarity: the first word is the positive one.
 _ANTONYMS = (
@@ -62,6 +64,7 @@ _ANTONYMS = (
     # the two words of one place said in the other pair's words ("running outside" / "running indoors"),
     # an aim met or not ("hitting" / "missing" the potato), a request answered ("granting" / "denying")
     ("indoor", "outside"), ("inside", "outdoor"), ("hit", "miss"), ("strike", "miss"), ("grant", "deny"), ("crowded", "empty"),
+    ("friend", "enemy"), ("rise", "fall"),
 )
 # The negative words that state an absence or a refusal ("empty", "disabled", "rejected"): "not X"
 # says the same as one of them, unlike the other opposites (outside, standing, late), which are
@@ -152,7 +155,7 @@ _PARTICLE_OPPOSITES = tuple(
         ("turn on", r"\b(?:turn|switch|power)(?:s|ed|ing)?\s+on\b", r"\b(?:turn|switch|power)(?:s|ed|ing)?\s+off\b"),
         ("log in", r"\b(?:log|sign|opt|check)(?:s|ged|ed|ging|ing)?\s+in\b", r"\b(?:log|sign|opt|check)(?:s|ged|ed|ging|ing)?\s+out\b"),
         ("put on", r"\b(?:put|puts|putting)\s+on\b", r"\b(?:take|takes|took|taken|taking)\s+off\b"),
-        ("pick up", r"\b(?:pick|picks|picked|picking)\s+up\b", r"\b(?:put|puts|putting)\s+down\b"),
+        ("pick up", r"\b(?:pick|picks|picked|picking|hold|holds|held|holding)\s+up\b", r"\b(?:put|puts|putting)\s+down\b"),
     )
 )
 
@@ -257,9 +260,10 @@ _PERSON_WORDS = frozenset(("man", "men", "woman", "women", "boy", "boys", "girl"
 # One action or property in other words, read as one word where a negation is matched and a
 # contradiction's subject is compared: "there is no one cutting a tomato" denies "the lady is
 # slicing a tomato", "no boy checking a calendar" denies "a boy is looking at a calendar" (SICK's
-# contradictions). Verbs of one act only; the first word of each group stands for the others.
+# contradictions). Words of one act or one kind of thing only; the first word of each group stands
+# for the others.
 _SAME_WORDS = (
-    ("cut", "slice", "chop"), ("look", "check"), ("guard", "defend", "protect"), ("talk", "speak"), ("jump", "leap"),
+    ("cut", "slice", "chop", "dice"), ("look", "check"), ("dog", "puppy"), ("cat", "kitten"), ("guard", "defend", "protect"), ("talk", "speak"), ("jump", "leap"),
     ("throw", "toss", "hurl"), ("fix", "repair"), ("buy", "purchase"), ("big", "large"),
 )
 SAME_STEM = {stem(word): stem(group[0]) for group in _SAME_WORDS for word in group}
@@ -268,6 +272,11 @@ SAME_STEM = {stem(word): stem(group[0]) for group in _SAME_WORDS for word in gro
 _ANY_PERSON_WORDS = ("person", "persons", "people", "someone", "somebody", "nobody", "anyone", "anybody", "everyone", "everybody")
 _ANY_PERSON_TERMS = frozenset(_ANY_PERSON_WORDS) | {stem(w) for w in _ANY_PERSON_WORDS}
 _PERSON_TERMS = frozenset(_PERSON_WORDS) | {stem(w) for w in _PERSON_WORDS} | _ANY_PERSON_TERMS
+
+
+# A measure of a thing is not what a negation denies: "nobody is slicing a piece of bread" denies
+# "a man is slicing some bread".
+_MEASURE_WORDS = frozenset(("piece", "pieces", "bit", "bits"))
 
 
 def _content_words(text: str, *, stated: bool = False) -> list[str]:
@@ -285,7 +294,7 @@ def _content_words(text: str, *, stated: bool = False) -> list[str]:
             if stated:  # "men" and "guys" name the same people: "sex=male"
                 out.append(EXCLUSIVE.get(w, stem(w)))
             out.append("person")
-        elif len(w) >= 3 and w not in STOP_WORDS:
+        elif len(w) >= 3 and w not in STOP_WORDS and w not in _MEASURE_WORDS:
             term = _polar_stem(w)
             out.append(SAME_STEM.get(term, term))
     return out
