@@ -73,7 +73,6 @@ _PRIVATIVE = ("disable", "deny", "block", "forbid", "dislike", "hate", "avoid", 
               "stop", "disagree", "fail", "false", "close", "never", "drop", "uninstall", "unlock", "empty",
               "absent", "dead", "hidden", "invalid", "offline", "lose", "ignore", "forget", "forgot", "disconnect",
               "detach", "undress", "miss")
-# stem -> [(group, sign)]
 # "hate" stems as "hat" does: read as "hat", "A man is wearing a hat" / "There is no man wearing
 # a hat" was an opposite "like", and "a white hat" stated a refusal (negative_states). Its forms
 # are one word of their own wherever the evidence reads polar words (_polar_stem).
@@ -85,7 +84,7 @@ def _polar_stem(word: str) -> str:
     return "hate" if word in _HATE_FORMS else stem(word)
 
 
-POLARITY: dict[str, list[tuple[str, str]]] = {}
+POLARITY: dict[str, list[tuple[str, str]]] = {}  # stem -> [(group, sign)]
 for _pos, _neg in _ANTONYMS:
     POLARITY.setdefault(_polar_stem(_pos), []).append((_pos, "+"))
     POLARITY.setdefault(_polar_stem(_neg), []).append((_pos, "-"))
@@ -263,8 +262,8 @@ _PERSON_WORDS = frozenset(("man", "men", "woman", "women", "boy", "boys", "girl"
 # contradictions). Words of one act or one kind of thing only; the first word of each group stands
 # for the others.
 _SAME_WORDS = (
-    ("cut", "slice", "chop", "dice"), ("look", "check"), ("dog", "puppy"), ("cat", "kitten"), ("guard", "defend", "protect"), ("talk", "speak"), ("jump", "leap"),
-    ("throw", "toss", "hurl"), ("fix", "repair"), ("buy", "purchase"), ("big", "large"),
+    ("cut", "slice", "chop", "dice"), ("look", "check"), ("guard", "defend", "protect"), ("talk", "speak"), ("jump", "leap"),
+    ("throw", "toss", "hurl"), ("fix", "repair"), ("buy", "purchase"), ("big", "large"), ("dog", "puppy"), ("cat", "kitten"),
 )
 SAME_STEM = {stem(word): stem(group[0]) for group in _SAME_WORDS for word in group}
 
