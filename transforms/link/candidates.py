@@ -484,9 +484,7 @@ def bounded_pairs(
         upper[rows[near]] = bound
         keep[near] = bound >= floor
         if bars is not None:
-            # _EPS: numpy's exp and division may differ from DuckDB's in the last bits
-            with np.errstate(invalid="ignore"):
-                keep[near] &= ~((bound + _EPS < bars[ia[near]]) & (bound + _EPS < bars[ib[near]]))
+            keep[near] &= ~beyond_bars(bound, bars, ia[near], ib[near])
         return keep
 
     bound_column = [pl.Series("bound", upper)] if with_bound else []
@@ -515,13 +513,18 @@ def _temporal(stamps: np.ndarray, a: np.ndarray, b: np.ndarray, tau_days: float)
     return np.where(timed, np.exp(-np.nan_to_num(gap) / (86400.0 * tau_days)), 0.0), timed
 
 
+def beyond_bars(bound: np.ndarray, bars: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair (a[i], b[i]) with an upper bound of its score: does the bound stay under the bar
+    (cap_reach.cap_bars; NaN: none known) at both ends, so the pair is beyond the cap's reach?
+    _EPS: numpy's exp and division may differ from DuckDB's in the last bits."""
+    with np.errstate(invalid="ignore"):
+        return (bound + _EPS < bars[a]) & (bound + _EPS < bars[b])
+
+
 def within_bars(pairs: pl.DataFrame, bars: np.ndarray) -> pl.DataFrame:
     """The pairs whose upper `bound` (bounded_pairs' `with_bound`) reaches the bar at one end
     at least: bounded_pairs' `bars` rule, for pairs bounded before the bars were known."""
-    bound = pairs["bound"].to_numpy().astype(np.float64)
-    a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
-    with np.errstate(invalid="ignore"):
-        beyond = (bound + _EPS < bars[a]) & (bound + _EPS < bars[b])
+    beyond = beyond_bars(pairs["bound"].to_numpy().astype(np.float64), bars, pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy())
     return pairs.filter(pl.Series(~beyond))
 
 

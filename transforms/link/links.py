@@ -406,8 +406,8 @@ def _dense_blocks_scored(
     lower = LowerBars(reach, frame.height, scoring.min_correlation_score, unvouched)
     found: list[pl.DataFrame] = []
     found_rows = last_filtered = 0
+    bars = _fresher(lower.bars(), held.bars)  # held's do not move in this pass: only lower's, as blocks are added
     for block in range(1, blocks):
-        bars = _fresher(lower.bars(), held.bars)
 
         def bound(focus: pl.Series, settled: np.ndarray, bars=bars) -> pl.DataFrame:
             return partner_pairs(frame, vectors, scoring, focus, keys, torch=torch, settled=settled, term_sets=term_sets, bars=bars, loose=True)
@@ -416,16 +416,16 @@ def _dense_blocks_scored(
         a, b = pairs["a_idx"].to_numpy(), pairs["b_idx"].to_numpy()
         floors = cosine_floors(pairs["cosine"].to_numpy(), torch)
         lower.add(a, b, score_floors(frame, scoring, a, b, floors, pairs["shared_weight"].to_numpy()))
+        bars = _fresher(lower.bars(), held.bars)  # for the filter below and the next block's search
         # kept until every block is bounded (their exact cosines and scores wait for the bars);
         # what the bars so far put beyond reach is dropped as they grow, as held links are pruned
         found.append(pairs.select(pl.col("a_idx", "b_idx").cast(pl.Int32), "shared_weight", (pl.col("bound") + _BOUND_ROUNDING).cast(pl.Float32)))
         found_rows += pairs.height
         if found_rows > _PRUNE_GROWTH * max(last_filtered, _BLOCK_ROWS * reach.max_links):
-            found = [within_bars(pl.concat(found), _fresher(lower.bars(), held.bars))]
+            found = [within_bars(pl.concat(found), bars)]
             found_rows = last_filtered = found[0].height
         if progress is not None:
             progress(block + 1, blocks + 1, scored, held.rows)
-    bars = _fresher(lower.bars(), held.bars)
     candidates = within_bars(pl.concat(found), bars).drop("bound").sort("a_idx", "b_idx").cast({"a_idx": pl.Int64, "b_idx": pl.Int64})
     del found
     dense_rows = pl.Series((block_of >= 1) & (block_of < blocks))
@@ -462,8 +462,6 @@ _BOUND_ROUNDING = 1e-6  # an upper bound kept as float32 is raised this much, so
 def _fresher(bars: np.ndarray, pruned: np.ndarray | None) -> np.ndarray:
     """The higher of two lower bounds of each memory's bar (NaN where neither knows one)."""
     return bars if pruned is None else np.fmax(bars, pruned)
-
-
 
 
 def _search_threads() -> int:
