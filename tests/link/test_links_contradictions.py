@@ -224,6 +224,12 @@ def test_since_a_pr_does_not_make_a_causal_link():
          "Contradiction: opposite friend"),
         ("A man in green is rising up from the grass", "A man in green is falling down on the grass", "Contradiction: opposite rise"),
         ("A man is putting down an electronic device", "A man is holding up an electronic device", "Contradiction: opposite pick up"),
+        # where one looks, and make-up put on or taken off (SICK TEST 6663, 7096, 7360, 3119)
+        ("Two young women with folded arms are looking away from the screen",
+         "Two young women with folded arms are looking at the screen", "Contradiction: opposite look at"),
+        ("An oriental man and two women are turning their backs to the camera", "An oriental man and two women are facing a camera",
+         "Contradiction: opposite look at"),
+        ("A woman is applying cosmetics to her eyelid", "A woman is removing cosmetics from her eyelid", "Contradiction: opposite apply"),
     ],
 )
 def test_shared_subject_contradictions(a, b, reason):
@@ -290,6 +296,13 @@ def test_a_different_agent_is_no_contradiction_unless_one_moment_says_it_is_one_
         # one act in two words, neither denied; a miss is a "did not hit"
         ("The lady is slicing a tomato", "A woman is cutting a tomato"),
         ("The ball did not hit the potato", "The ball missed the potato"),
+        # a text that states both sides of an opposite claims neither (SICK TRIAL 6756, TEST 6679)
+        ("One boy is sitting on the bench and another is standing on it", "A boy is standing on the bench"),
+        # where one goes, and sizes: one may do both in turn, and two sizes may be two things
+        # (SICK labels most of these neutral: 3729, 3025, 5661)
+        ("Several swimmers are jumping into the water", "Several swimmers are jumping out of the water"),
+        ("Some children are jumping off a trampoline", "Some children are jumping on a trampoline"),
+        ("A cat is playing with a small bottle", "A cat is playing with a big bottle"),
     ],
 )
 def test_shared_subject_look_alikes_are_not_contradictions(a, b):
