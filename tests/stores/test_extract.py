@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from crosstier.core.config import StoreConfig
+from crosstier.transforms.stores import extract as extract_module
 from crosstier.transforms.stores.extract import (
     BulkVectors,
     ExtractError,
@@ -213,6 +214,33 @@ def test_parquet_vectors_checked_in_bulk_keep_every_verdict(tmp_path, arrow_type
     # and they were read as one column, not row by row
     first = next(iter(parquet_records(StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "v.parquet")))))
     assert isinstance(first, BulkVectors) and first.vectors.len() == len(cases)
+
+
+@pytest.mark.parametrize("with_rejects", [False, True])
+def test_a_store_read_in_many_batches_equals_one_batch(tmp_path, monkeypatch, with_rejects):
+    """Rows become a frame, and vectors a float32 chunk, every batch (a million rows held as dicts
+    and float64 lists took ~14 GB); a store of many batches, bad rows among them or not, ends
+    exactly as one batch does: the same rows in order, each with its own vector."""
+    n = 23
+    vectors = [[float(i), 1.0, -0.5] for i in range(n)]
+    contents = [f"fact {i}" for i in range(n)]
+    if with_rejects:
+        vectors[4] = [1.0, float("nan"), 0.0]  # a vector that fails, in the second batch
+        vectors[11] = None  # no vector: kept, to be embedded
+        contents[17] = ""  # an empty content: rejected
+    pq.write_table(pa.table({"id": [f"m{i:02d}" for i in range(n)], "tier": ["semantic"] * n, "content": contents,
+                             "embedding": pa.array(vectors, type=pa.list_(pa.float64()))}), tmp_path / "b.parquet")
+    store = StoreConfig(name="pq", kind="parquet", path=str(tmp_path / "b.parquet"))
+    whole = extract_store(store, LIMIT)
+    monkeypatch.setattr(extract_module, "_BATCH_ROWS", 4)
+    assert sum(isinstance(r, BulkVectors) for r in parquet_records(store)) == 6  # read in six batches
+    batched = extract_store(store, LIMIT)
+    assert batched.memories.equals(whole.memories) and batched.rejects.equals(whole.rejects)
+    assert batched.memories.schema["embedding"] == pl.List(pl.Float32)
+    kept = dict(zip(batched.memories["id"], batched.memories["embedding"].to_list()))
+    assert kept["m07"] == [7.0, 1.0, -0.5] and kept["m22"] == [22.0, 1.0, -0.5]
+    assert (kept.get("m11", "gone"), "m04" in kept, "m17" in kept) == ((None, False, False) if with_rejects else ([11.0, 1.0, -0.5], True, True))
+    assert batched.memories.height + batched.rejects.height == n
 
 
 def test_parquet_fixed_size_vectors_and_raw_text_of_a_duplicate(tmp_path):
