@@ -169,26 +169,32 @@ def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir
     """What each memory's vector depends on (its text with session context, for fingerprints),
     and row-aligned vectors: each content encoded once (provided ones where a store gave them,
     the rest from the cache or the model, mapped over shards), then a session turn's context
-    mixed in from its neighbours' vectors."""
+    mixed in from its neighbours' vectors. The vectors are one float32 matrix filled in place
+    (a million provided ones went through five copies as frames of lists: 13.7 GB in the flow)."""
+    dim = embed.model_dim(config.model)
     texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-    contents = memories.select("id", pl.col("content").alias("text")).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-    provided = embed.provided_embeddings(memories, embed.model_dim(config.model))
-    need = contents.join(provided.select("id"), on="id", how="anti")
+    positions, provided = embed.provided_matrix(memories, dim)
+    stats = {"embedded": 0, "cached": 0, "provided": len(positions)}
+    if len(positions) == memories.height:  # every vector provided, row-aligned already
+        return texts, context_vectors(memories, provided, overwrite=True), stats
+    given = np.zeros(memories.height, dtype=bool)
+    given[positions] = True
+    need = memories.select("id", pl.col("content").alias("text")).with_row_index("_row").filter(pl.Series(~given))
+    need = need.with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
     unique = need.unique("text_hash", keep="first").sort("text_hash")
     shards = [unique.slice(i, shard_size) for i in range(0, unique.height, shard_size)] or [unique]
     paths = [partitions.write_frame(shard.select("text_hash", "text"), work / "embed" / f"texts-{i}.parquet") for i, shard in enumerate(shards)]
     futures = [embed_shard_task.submit(path, config, cache_dir, i) for i, path in enumerate(paths)]
     results = [f.result() for f in futures]
-    vectors = pl.concat([partitions.read_frame(r[0]) for r in results]) if results else pl.DataFrame()
-    stats = {"embedded": sum(r[1]["misses"] for r in results), "cached": sum(r[1]["hits"] for r in results), "provided": provided.height}
-    by_id = pl.concat(
-        [provided.select("id", "embedding"), need.join(vectors, on="text_hash", how="left").select("id", "embedding")]
-    )
-    ordered = memories.select("id").join(by_id, on="id", how="left", maintain_order="left").get_column("embedding")
-    if ordered.len() == 0:
-        return texts, np.zeros((0, embed.model_dim(config.model)), dtype=np.float32), stats
-    width = ordered.list.len().max()
-    return texts, context_vectors(memories, ordered.list.to_array(width).to_numpy().astype(np.float32, copy=False)), stats
+    stats.update(embedded=sum(r[1]["misses"] for r in results), cached=sum(r[1]["hits"] for r in results))
+    vectors = np.empty((memories.height, dim), dtype=np.float32)
+    vectors[positions] = provided
+    del provided
+    if need.height:
+        computed = pl.concat([partitions.read_frame(r[0]) for r in results])
+        found = need.select("text_hash").join(computed, on="text_hash", how="left", maintain_order="left").get_column("embedding")
+        vectors[need.get_column("_row").to_numpy()] = found.list.to_array(dim).to_numpy()
+    return texts, context_vectors(memories, vectors, overwrite=True), stats
 
 
 def scored_by_namespace(

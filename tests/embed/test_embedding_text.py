@@ -53,6 +53,21 @@ def test_a_turn_vector_is_its_own_plus_its_neighbours_weighted_and_normalised():
     assert np.allclose(context_vectors(FRAME, vectors, weight=0.0), np.eye(5))
 
 
+@pytest.mark.parametrize("weight", [0.0, 0.2])
+def test_context_vectors_computed_in_place_are_the_same_values(weight):
+    """The run spends its own matrix (`overwrite`): the same bits as a fresh one, a row of zeros
+    or NaNs included (0 where it cannot be normalised), and the input then holds no copy's worth."""
+    vectors = np.random.default_rng(2).normal(size=(5, 8)).astype(np.float32)
+    vectors[1] = 0.0  # t1: a turn with no direction of its own
+    vectors[3] = np.nan  # o1: alone in its session
+    fresh = context_vectors(FRAME, vectors, weight=weight)
+    spent = vectors.copy()
+    in_place = context_vectors(FRAME, spent, weight=weight, overwrite=True)
+    assert np.array_equal(in_place, fresh, equal_nan=True) and not np.isnan(fresh[3]).any()
+    assert (fresh[3] == 0).all() and (in_place is spent) == (weight == 0.0)
+    assert np.array_equal(context_vectors(FRAME, vectors, weight=weight), fresh, equal_nan=True)  # the input untouched
+
+
 def test_context_vectors_do_not_depend_on_row_order():
     vectors = np.random.default_rng(1).normal(size=(5, 8)).astype(np.float32)
     forward = context_vectors(FRAME, vectors)

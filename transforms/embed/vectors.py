@@ -31,6 +31,7 @@ __all__ = [
     "memory_embeddings",
     "model_dim",
     "provided_embeddings",
+    "provided_matrix",
     "resolve_model",
     "shared_encoder",
     "text_hash",
@@ -149,32 +150,54 @@ def _stores_where(rows: pl.DataFrame, bad: pl.Expr) -> str:
     return ", ".join(f"{r['store']!r} ({'/'.join(str(d) for d in r['dim'])}-dim)" for r in found.iter_rows(named=True))
 
 
-def provided_embeddings(memories: pl.DataFrame, dim: int) -> pl.DataFrame:
-    """(id, embedding) of the memories whose store provided a vector, normalised to unit length.
+def provided_matrix(memories: pl.DataFrame, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (positions in `memories`) whose store provided a vector, and those vectors as one
+    float32 matrix normalised to unit length, row-aligned with the positions.
 
     A null or empty `embedding` counts as not provided. A vector of another length than the
     model's, or one with a non-finite or all-zero value, raises EmbeddingError naming the store.
+    One matrix and no frame of lists: at a million rows each copy of the vectors is 1.5 GB.
     """
-    schema = {"id": pl.String, "embedding": pl.List(pl.Float32)}
+    none = (np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32))
     if "embedding" not in memories.columns:
-        return pl.DataFrame(schema=schema)
+        return none
+    vectors = memories.get_column("embedding")
+    given = (vectors.is_not_null() & (vectors.list.len() > 0)).fill_null(False)
+    positions = np.flatnonzero(given.to_numpy())
+    if len(positions) == 0:
+        return none
     store = pl.col("store") if "store" in memories.columns else pl.lit("(unnamed store)")
-    rows = memories.select("id", store.fill_null("(unnamed store)").alias("store"), pl.col("embedding").cast(pl.List(pl.Float32)))
-    rows = rows.filter(pl.col("embedding").is_not_null() & (pl.col("embedding").list.len() > 0))
-    rows = rows.with_columns(pl.col("embedding").list.len().alias("dim"))
-    if (rows["dim"] != dim).any():
+
+    def stores_where(bad: np.ndarray) -> str:  # read only when something is wrong
+        rows = memories[positions].select(store.fill_null("(unnamed store)").alias("store"), pl.col("embedding").list.len().alias("dim"))
+        return _stores_where(rows.with_columns(pl.Series("bad", bad)), pl.col("bad"))
+
+    chosen = vectors if len(positions) == vectors.len() else vectors.gather(positions)
+    lengths = chosen.list.len().to_numpy()
+    if (lengths != dim).any():
         raise EmbeddingError(
-            f"provided embeddings do not match the model: store(s) {_stores_where(rows, pl.col('dim') != dim)} "
+            f"provided embeddings do not match the model: store(s) {stores_where(lengths != dim)} "
             f"but the embedding model makes {dim}-dim vectors; set EMBEDDING_MODEL to the model that made them, or drop the store's embedding_column"
         )
-    if rows.height == 0:
-        return pl.DataFrame(schema=schema)
-    matrix = rows["embedding"].list.to_array(dim).to_numpy().astype(np.float32)  # nulls inside -> NaN
+    # nulls inside -> NaN; a float32 column comes out without a copy, so copy it unless one was made
+    matrix = chosen.cast(pl.List(pl.Float32)).list.to_array(dim).to_numpy()
+    if not matrix.flags.writeable or not matrix.flags.c_contiguous:
+        matrix = np.array(matrix, dtype=np.float32, order="C")
     norms = np.linalg.norm(matrix, axis=1)
     bad = ~np.isfinite(norms) | (norms == 0)
     if bad.any():
-        raise EmbeddingError(f"provided embeddings with missing, non-finite or all-zero values in store(s) {_stores_where(rows.with_columns(pl.Series('bad', bad)), pl.col('bad'))}")
-    return pl.DataFrame({"id": rows["id"]}).with_columns(pl.Series("embedding", matrix / norms[:, None]).cast(pl.List(pl.Float32)))
+        raise EmbeddingError(f"provided embeddings with missing, non-finite or all-zero values in store(s) {stores_where(bad)}")
+    matrix /= norms[:, None]
+    return positions, matrix
+
+
+def provided_embeddings(memories: pl.DataFrame, dim: int) -> pl.DataFrame:
+    """(id, embedding) of the memories whose store provided a vector, normalised to unit length
+    (provided_matrix as a frame of lists, for the watcher and the per-memory embedding)."""
+    positions, matrix = provided_matrix(memories, dim)
+    if len(positions) == 0:
+        return pl.DataFrame(schema={"id": pl.String, "embedding": pl.List(pl.Float32)})
+    return pl.DataFrame({"id": memories.get_column("id").gather(positions)}).with_columns(pl.Series("embedding", matrix).cast(pl.List(pl.Float32)))
 
 
 def memory_embeddings(memories: pl.DataFrame, encoder: Encoder, cache_dir: Path, *, batch_size: int | None = None, log: logging.Logger | None = None) -> tuple[pl.DataFrame, EmbedStats]:
