@@ -87,20 +87,26 @@ def session_neighbours(memories: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return prev, nxt
 
 
+def unit_rows(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows scaled to unit length, float32; a row that cannot be (zeros, NaNs) becomes zeros.
+    `in_place`: `vectors` (float32, C order) is the caller's to spend and is scaled where it
+    lies (at a million rows each copy is 1.5 GB); the values are the same either way."""
+    units = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(units, axis=1, keepdims=True)
+    if in_place and units is vectors and units.flags.writeable and units.flags.c_contiguous:
+        np.divide(units, norms, out=units, where=norms > 0)
+        units[~(norms > 0)[:, 0]] = 0.0  # what a fresh zeros array keeps there
+        return units
+    return np.divide(units, norms, out=np.zeros_like(units), where=norms > 0)
+
+
 def context_vectors(memories: pl.DataFrame, vectors: np.ndarray, *, weight: float = CONTEXT_WEIGHT, overwrite: bool = False) -> np.ndarray:
     """Row-aligned unit vectors: a session turn's own vector plus `weight` times each neighbour's, normalised.
 
     Memories outside a session (and turns without neighbours) keep their own direction.
-    `overwrite`: `vectors` (float32, C order) is the caller's to spend, and is normalised in
-    place: at a million rows each copy is 1.5 GB. The values are the same either way.
+    `overwrite`: `vectors` is the caller's to spend (unit_rows' `in_place`).
     """
-    units = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(units, axis=1, keepdims=True)
-    if overwrite and units is vectors and units.flags.writeable and units.flags.c_contiguous:
-        np.divide(units, norms, out=units, where=norms > 0)
-        units[~(norms > 0)[:, 0]] = 0.0  # what zeros_like leaves where a row cannot be normalised (zeros, NaNs)
-    else:
-        units = np.divide(units, norms, out=np.zeros_like(units), where=norms > 0)
+    units = unit_rows(vectors, in_place=overwrite)
     if len(units) == 0 or weight == 0:
         return units
     prev, nxt = session_neighbours(memories)
@@ -109,10 +115,7 @@ def context_vectors(memories: pl.DataFrame, vectors: np.ndarray, *, weight: floa
         has = side >= 0
         mixed[has] += weight * units[side[has]]
     del units
-    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
-    np.divide(mixed, norms, out=mixed, where=norms > 0)
-    mixed[~(norms > 0)[:, 0]] = 0.0
-    return mixed
+    return unit_rows(mixed, in_place=True)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import polars as pl
 from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms import forked, partitions
+from crosstier.transforms.embed.text import unit_rows
 from crosstier.transforms.link import copies
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
@@ -121,13 +122,6 @@ def scoring_params(scoring: ScoringConfig) -> dict[str, object]:
         "min_model_script_share": scoring.min_model_script_share,
         "unvouched_min_co_occurrence": scoring.unvouched_min_co_occurrence,
     }
-
-
-def unit_rows(embeddings: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), float32."""
-    vectors = np.asarray(embeddings, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
 def pair_cosines(embeddings: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
