@@ -38,12 +38,13 @@ from bench.corpus import generate_corpus  # noqa: E402
 from crosstier.core.config import Settings  # noqa: E402
 from crosstier.transforms import live_state  # noqa: E402
 from crosstier.transforms.embed.text import context_vectors, context_vectors_around  # noqa: E402
-from crosstier.transforms.link import candidates, links, live, live_cap  # noqa: E402
+from crosstier.transforms.link import candidates, links, live, live_cap, namespace_terms  # noqa: E402
 from crosstier.transforms.link.terms import with_terms  # noqa: E402
 
 # (module, function, part): each is wrapped to add its seconds to the part; absent ones are skipped
 PARTS = (
     (live, "refreshed_features", "features"),
+    (live, "_common_terms", "common_terms"),
     (live, "candidate_pairs", "candidates"),
     (live, "partner_pairs", "candidates"),
     (links, "classified_pairs", "scoring"),
@@ -118,8 +119,10 @@ def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Setti
         scored.write_parquet(scored_path)
     # as the watcher holds it after its first micro-batch (copy keys and link ends made at load, kept from then on)
     capped = live.capped(scored, memories, settings.scoring)
-    index = live.LinkIndex(memories, context, texts, fingerprints, scored, capped, live.link_features_of(memories),
-                           copy_keys=live_cap.copy_keys(memories), ends=live.IndexEnds.of(scored, capped))
+    counts = namespace_terms.TermCounts.of(memories)
+    features = namespace_terms.with_namespace_weights(live.link_features_of(memories), counts.common())
+    index = live.LinkIndex(memories, context, texts, fingerprints, scored, capped, features, copy_keys=live_cap.copy_keys(memories),
+                           ends=live.IndexEnds.of(scored, capped), common_terms=counts.common(), term_counts=counts)
     published = live_state.published_memories(memories)
     return live_state.WatchState({}, index, pl.DataFrame(schema=live.RELATIONSHIP_SCHEMA), live.memory_row_hashes(published), 0, "bench", contents)
 

@@ -27,7 +27,7 @@ from crosstier.flows.run_record import RunRecord
 from crosstier.transforms import partitions
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import context_vectors, embedding_texts
-from crosstier.transforms.link import cap_reach, copies, incremental, links, live
+from crosstier.transforms.link import cap_reach, copies, incremental, links, live, namespace_terms
 from crosstier.transforms.link.manual import manual_relationships, merged_relationships
 from crosstier.transforms.link.terms import with_terms
 from crosstier.transforms.publish import snapshot as publish
@@ -274,11 +274,12 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     changed |= incremental.moved_vector_ids(memories.get_column("id"), vectors, previous["embeddings"])
     came = changed - set(previous["fingerprints"].get_column("id").to_list())
     changed |= incremental.citing_ids(memories, came | deleted)
+    reweighed = reweighed_ids(previous.get("memory_terms"), memories)
     # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
     groups = copies.copy_groups(memories)  # once, for the cap's reach and the cap
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     previous_links = previous["scored_links"]  # a partition: never read whole into the flow
-    focus = cap_reach.refocused(changed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
+    focus = cap_reach.refocused(changed | reweighed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
     kept = partitions.filtered_partition(previous_links, incremental.untouched(focus | deleted), work / "score" / "kept.parquet")
     previous_evidence = previous.get("memory_evidence")  # None where the last snapshot kept none
     parts = scored_by_namespace(memories, vectors, scoring, focus, work, previous_evidence)
@@ -288,6 +289,15 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     capped = links.capped_links_of_partition(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
     return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted),
                   evidence_partition(parts, memories, previous_evidence, work))
+
+
+def reweighed_ids(previous_terms: pl.DataFrame | None, memories: pl.DataFrame) -> set[str]:
+    """Memories holding a term that became common in its namespace since the last snapshot
+    (`previous_terms`: its memories' namespace and terms), or stopped being one: their pairs
+    weigh it otherwise, so they are scored again (all of them where the last terms are unknown)."""
+    if previous_terms is None:
+        return set(memories.get_column("id").to_list())
+    return namespace_terms.holders_of_changed(namespace_terms.common_terms(previous_terms), namespace_terms.common_terms(memories), memories)
 
 
 def within_reach_rows(path: Path, reach: cap_reach.CapReach) -> np.ndarray:

@@ -82,8 +82,9 @@ def previous_state(catalog: Catalog, fingerprint: str) -> dict[str, pl.DataFrame
     state["scored_links"] = stored if stored.is_file() else None
     if any(value is None for value in state.values()):
         return None
-    # the terms found last time, for the memories whose content and entities are the same (with_terms)
-    state["memory_terms"] = publish.snapshot_table(files, "memories", ["content", "entities", "terms"])
+    # the terms found last time, for the memories whose content and entities are the same
+    # (with_terms), and by namespace for the terms common there (namespace_terms)
+    state["memory_terms"] = publish.snapshot_table(files, "memories", ["namespace", "content", "entities", "terms"])
     # and the classifier's evidence, by path (each score task reads its namespace's rows); a
     # snapshot without it (the watcher's, or one from before) leaves it to be made again
     evidence = files.parquet("memory_evidence")

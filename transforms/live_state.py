@@ -23,7 +23,7 @@ from crosstier.core import manual_log
 from crosstier.core.config import Settings
 from crosstier.transforms.embed import vectors as embed
 from crosstier.transforms.embed.text import TouchedRows, aligned_to, context_vectors, context_vectors_around, copy_rows, embedding_texts, embedding_texts_around, touched_rows
-from crosstier.transforms.link import incremental, links, live, live_cap
+from crosstier.transforms.link import incremental, links, live, live_cap, namespace_terms
 from crosstier.transforms.link.link_ends import rows_apart
 from crosstier.transforms.link.manual import manual_relationships
 from crosstier.transforms.publish.delta import Delta, delta_frames
@@ -439,7 +439,8 @@ def seeded(settings: Settings, base_run: str, snapshot: dict[str, pl.DataFrame],
     # and the links' ends as codes (~0.2 s), which the first micro-batch would make otherwise
     capped = live.capped(scored, snapshot["memories"], settings.scoring)
     index = live.LinkIndex(memories.head(0), np.zeros((0, dim), np.float32), empty_texts, snapshot["fingerprints"], scored,
-                           capped, copy_keys=live_cap.copy_keys(snapshot["memories"]), ends=live.IndexEnds.of(scored, capped))
+                           capped, copy_keys=live_cap.copy_keys(snapshot["memories"]), ends=live.IndexEnds.of(scored, capped),
+                           common_terms=namespace_terms.common_terms(snapshot["memories"]))  # what the snapshot's links weighed
     snapshot_memories = snapshot["memories"]
     published = published_memories(memories)
     if set(snapshot_memories.columns) == set(published.columns):

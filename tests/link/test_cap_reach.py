@@ -16,6 +16,7 @@ import pytest
 import crosstier.transforms.link.candidates as candidates_module
 import crosstier.transforms.link.links as links_module
 from crosstier.core.config import ScoringConfig
+from crosstier.transforms.link import namespace_terms
 from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_bars, cap_reach, refocused, within_reach
 from crosstier.transforms.link.links import capped_links, link_memories, scored_links, scored_links_with_count
 from crosstier.transforms.link.terms import with_terms
@@ -315,7 +316,9 @@ def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, monke
     vectors = np.stack([vector_of[i] for i in after["id"].to_list()])
 
     reach = cap_reach(after, k)
-    focus = refocused(changed, deleted, stored, reach)
+    # as the flow does: holders of a term that became common in the namespace, or stopped being one, too
+    reweighed = namespace_terms.holders_of_changed(namespace_terms.common_terms(memories), namespace_terms.common_terms(after), after)
+    focus = refocused(changed | reweighed, deleted, stored, reach)
     assert focus > changed - deleted  # neighbours of the edited and deleted ones are scored again
     kept = stored.filter(~pl.col("source_id").is_in(list(focus | deleted)) & ~pl.col("target_id").is_in(list(focus | deleted)))
     fresh = scored_links_with_count(after, vectors, scoring, focus_ids=focus, within_cap=k)[0]
@@ -376,10 +379,14 @@ def test_copy_keys_the_watcher_holds_and_the_runs_groups_give_the_same_units_as_
     assert _sorted(capped_links(stored, 2, memories, groups=groups)).equals(_sorted(capped_links(stored, 2, memories)))
 
 
-def test_a_new_copy_rescores_only_a_memory_it_made_a_copy(generated):
+def test_a_new_copy_rescores_only_a_memory_it_made_a_copy(generated, monkeypatch):
     """A copy joining a group of copies leaves their stored links as they were (a copy's
     links are all kept), so none of them is scored again; one joining a memory on its own
     makes it a copy, so that memory is. Either way the stored links equal a full run's."""
+    # the copy rule alone: a memory more moves the share that makes a term common in the
+    # namespace, and the holders of a term at its edge would be scored again too (the flow's
+    # reweighed_ids; tested with the flow in tests/flows/test_namespace_terms_flow.py)
+    monkeypatch.setattr(namespace_terms, "COMMON_LEAST", 10**9)
     memories, embeddings = generated
     k = 2
     scoring = _scoring(k)

@@ -644,6 +644,11 @@ def _text_features(content: str, ids: set[str]) -> tuple:
             value_terms(plain), *causal_cue(content), copy_text(content), value_labels(content, plain))
 
 
+def rarity_weights(terms: pl.Expr) -> pl.Expr:
+    """Each term's rarity weight among common English words (calibration.term_weight), aligned with the terms."""
+    return terms.list.eval(pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)).fill_null(pl.lit([], dtype=pl.List(pl.Float64)))
+
+
 def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids: Iterable[str] | None = None) -> pl.DataFrame:
     """The memories (with `terms`) plus the evidence columns of FEATURE_SCHEMA. `ids`: every
     id a text may name (default: these memories'); the live path passes all of them when it
@@ -660,9 +665,7 @@ def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids
                                  else pa.large_string())).cast(dtype).alias(name)
           for name, dtype in FEATURE_SCHEMA.items()),
         pl.Series("cites", cites, dtype=pl.Boolean),
-        term_weights=pl.col("terms").list.eval(
-            pl.element().replace_strict(common_term_weights(), default=1.0, return_dtype=pl.Float64)
-        ).fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
+        term_weights=rarity_weights(pl.col("terms")),
         # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
         latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
         ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),

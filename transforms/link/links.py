@@ -25,7 +25,7 @@ from crosstier import sql
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms import forked, partitions
 from crosstier.transforms.embed.text import unit_rows
-from crosstier.transforms.link import copies
+from crosstier.transforms.link import copies, namespace_terms
 from crosstier.transforms.link.calibration import Calibration, load_calibration
 from crosstier.transforms.link.candidates import (
     all_pairs, bf16_torch, bounded_pairs, candidate_pairs_with_cosines, cosine_floors, partner_pairs, products_pay, ranked_terms,
@@ -55,7 +55,8 @@ MEMORY_INPUT_COLUMNS = ("id", "tier", "namespace", "timestamp", "session_id", "c
 # (flows/run_record.py), so a release that changes a rule makes the next run full: an
 # incremental run would keep the old rule's rows for every pair it does not score again.
 RULE_SQL = ("pair_scores", "qualifying_pairs", "classified_links", "capped_links")
-RULE_MODULES = ("crosstier.transforms.link.features", "crosstier.transforms.link.terms", "crosstier.transforms.link.copies", __name__)
+RULE_MODULES = ("crosstier.transforms.link.features", "crosstier.transforms.link.terms", "crosstier.transforms.link.copies",
+                "crosstier.transforms.link.namespace_terms", __name__)
 
 
 @functools.cache
@@ -248,6 +249,7 @@ def _prepared(memories: pl.DataFrame, embeddings: np.ndarray, evidence: pl.DataF
     if memories["id"].n_unique() != memories.height:
         raise ValueError("memory ids must be unique")
     frame = link_memories(memories) if evidence is None else evidence_frame(memories, evidence)
+    frame = namespace_terms.weighted(frame)  # over these memories: a namespace is scored with all of its own
     vectors = unit_rows(embeddings)[frame["idx_in"].to_numpy()] if memories.height else np.zeros((0, 1), np.float32)
     return frame, vectors
 

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from crosstier.core.config import ScoringConfig
-from crosstier.transforms.link import cap_reach, incremental, links, live_cap
+from crosstier.transforms.link import cap_reach, incremental, links, live_cap, namespace_terms
 from crosstier.transforms.link.candidates import partner_pairs
 from crosstier.transforms.link.link_ends import IdCodes, LinkEnds, rows_apart, rows_touching
 from crosstier.transforms.link.manual import merged_relationships
@@ -55,10 +55,14 @@ class LinkIndex:
     fingerprints: pl.DataFrame
     scored: pl.DataFrame
     capped: pl.DataFrame
-    features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id
+    features: pl.DataFrame | None = None  # links.link_memories' columns, idx dropped, sorted by id, weights as `common_terms` has them
     copy_keys: pl.DataFrame | None = None  # live_cap.copy_keys of `memories`; None: the next cap runs over everything
     ids: frozenset[str] | None = None  # every id of `memories`, set beside `features` (a text may name any): kept, not rebuilt per batch
     ends: IndexEnds | None = None  # the ends of `scored` and `capped`; None: made when a micro-batch needs them
+    # namespace_terms.common_terms of `memories`, as `features`' weights have them, and the counts
+    # they come from; None: counted when the next micro-batch needs them
+    common_terms: pl.DataFrame | None = None
+    term_counts: namespace_terms.TermCounts | None = None
 
 
 def index_ends(index: LinkIndex) -> IndexEnds:
@@ -111,15 +115,19 @@ def current_ids(previous: frozenset[str] | None, memories: pl.DataFrame, changed
 
 def refreshed_features(
     previous: pl.DataFrame | None, memories: pl.DataFrame, changed: set[str], ids: Set[str] | None = None, came_and_went: tuple[set[str], set[str]] | None = None,
+    common: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Evidence of every memory, sorted by id (`previous` is): recomputed for changed memories and for those whose
     `ref_ids` may name an id that came or went; the rest kept. Every column but `ref_ids`
     depends on the memory alone; `ref_ids` on which ids exist, so it is recomputed against
     all of them (the same rule as features.link_features). `ids`: every id of `memories`,
     when the caller keeps them (current_ids); `came_and_went`: the ids new and gone since
-    `previous`, when the caller knows them (else two joins over every id find them)."""
+    `previous`, when the caller knows them (else two joins over every id find them);
+    `common`: namespace_terms.common_terms, where the evidence made here is to weigh terms as
+    the namespace does (the watcher's; kept rows are as `previous` has them)."""
     if previous is None:
-        return link_features_of(memories, ids)
+        made = link_features_of(memories, ids)
+        return made if common is None else namespace_terms.with_namespace_weights(made, common)
     if came_and_went is not None:
         added, removed = sorted(came_and_went[0]), sorted(came_and_went[1])
     else:
@@ -141,6 +149,8 @@ def refreshed_features(
     # against every id, not only redo's: `ref_ids` and `cites` depend on which ids exist
     skill_ids = memories.get_column("id").filter(memories.get_column("id").str.contains(":skill/", literal=True)).to_list()
     fresh = link_features_of(redo, set(memories.get_column("id").to_list()) if ids is None else ids, skill_ids)
+    if common is not None:
+        fresh = namespace_terms.with_namespace_weights(fresh, common)
     return with_rows_inserted(kept, fresh)
 
 
@@ -183,7 +193,8 @@ def focused_links(features: pl.DataFrame, units: np.ndarray, scoring: ScoringCon
     once: a pair's bound, score and type read its two rows alone, and copying a namespace's
     rows out of the matrix cost ~0.15 s a micro-batch at 100k. `features` and `units`
     (links.unit_rows of the vectors) are row-aligned; `keys`: live_cap.copy_keys of the same
-    memories, so pairs of two copies of one text are not scored, as in the batch run."""
+    memories, so pairs of two copies of one text are not scored, as in the batch run. The
+    features' term weights are the namespace's (refreshed_features with `common`)."""
     frame = features.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64))
     frame = frame.with_columns(idx_in=pl.col("idx"))
     focus_mask = frame.get_column("id").is_in(pl.Series(sorted(focus), dtype=pl.String).implode())
@@ -264,16 +275,25 @@ def relinked(
     touched = changed | deleted
     ids = current_ids(index.ids, memories, changed, deleted)
     came_and_went = None if index.ids is None else (came, deleted)
-    features = refreshed_features(index.features, memories, changed, ids, came_and_went)
+    counts, common, before = _common_terms(index, memories, touched)
+    features = refreshed_features(index.features, memories, changed, ids, came_and_went, common)
+    # a term that became common in its namespace, or stopped being one, weighs otherwise in
+    # every pair of its holders: their weights are made again and they are scored again, as a
+    # full run scores them
+    reweighed = namespace_terms.holders_of_changed(before, common, memories)
+    if reweighed and index.features is not None:  # rows kept from the last micro-batch (fresh ones are weighed as `common` says)
+        again = pl.col("id").is_in(pl.Series(sorted(reweighed), dtype=pl.String).implode())
+        features = with_rows_inserted(features.filter(~again), namespace_terms.rarity_weighted(features.filter(again), common))
     ends = index_ends(index)
     if not touched:
-        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids, ends), set(), set(), set(), 0)
+        return Relinked(LinkIndex(memories, vectors, texts, fingerprints, index.scored, index.capped, features, index.copy_keys, ids, ends, common, counts),
+                        set(), set(), set(), 0)
     keys = live_cap.copy_keys(memories, index.copy_keys, touched)
     # the batch run's stored links stop at the cap's reach: as there, memories whose top links
     # may have lost a member are scored again (transforms/link/cap_reach.py); it reads the
     # stored links at what changed alone
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=live_cap.grouped(keys))
-    focus = cap_reach.refocused(changed, deleted, rows_touching(index.scored, ends.scored, touched), reach)
+    focus = cap_reach.refocused(changed | reweighed, deleted, rows_touching(index.scored, ends.scored, touched | reweighed), reach)
     rescored = focus | deleted
     kept, kept_ends = rows_apart(index.scored, ends.scored, rescored)
     fresh, pairs = focused_links(features, links.unit_rows(vectors) if units is None else units, scoring, focus, keys)
@@ -288,7 +308,22 @@ def relinked(
     # rows without an end in `around` are the same rows: compare only the others
     affected = touched | changed_ends(recap.before, recap.after)
     new_ends = IndexEnds(scored_ends, recap.capped_ends)
-    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, recap.capped, features, keys, ids, new_ends), changed, deleted, affected, pairs)
+    return Relinked(LinkIndex(memories, vectors, texts, fingerprints, scored, recap.capped, features, keys, ids, new_ends, common, counts),
+                    changed, deleted, affected, pairs)
+
+
+def _common_terms(index: LinkIndex, memories: pl.DataFrame, touched: set[str]) -> tuple[namespace_terms.TermCounts, pl.DataFrame, pl.DataFrame]:
+    """(the counts of `memories`' terms, the terms common now, those the index's links were
+    scored with). The counts follow the memories touched (their rows in the index before,
+    in `memories` now); an index without counts (the first micro-batch over a snapshot, whose
+    memories the index does not hold) counts every memory once."""
+    before = namespace_terms.common_terms(index.memories) if index.common_terms is None else index.common_terms
+    if index.term_counts is None:
+        counts = namespace_terms.TermCounts.of(memories)
+        return counts, counts.common(), before
+    wanted = pl.Series(sorted(touched), dtype=pl.String).implode()
+    change = index.term_counts.change(index.memories.filter(pl.col("id").is_in(wanted)), memories.filter(pl.col("id").is_in(wanted)))
+    return index.term_counts.applied(change), index.term_counts.common(change), before
 
 
 def published_rows(capped: pl.DataFrame, manual: pl.DataFrame, ids: set[str], run_id: str, capped_ends: LinkEnds | None = None) -> pl.DataFrame:
