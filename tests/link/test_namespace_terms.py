@@ -96,3 +96,15 @@ def test_counts_kept_through_adds_edits_and_deletes_give_the_common_terms_of_the
         assert counts.common().equals(want)
         assert before.common().equals(was)  # the counts a change was applied to stay as they were
     assert ("a", "gina") not in set(counts.common().iter_rows()) and ("c", "kai") in set(counts.common().iter_rows())
+
+
+def test_a_reason_names_no_term_common_in_the_namespace_and_keeps_its_order():
+    rows = namespace("a", 40, 20) + [("b1", "b", ["gina", "studio"])]
+    memories = frame(rows).with_columns(
+        name_terms=pl.Series([["gina", "studio"] if i < 20 else [] for i in range(40)] + [["gina"]], dtype=pl.List(pl.String)),
+        word_terms=pl.Series([["studio", "gina", "w"] for _ in range(40)] + [["studio", "gina"]], dtype=pl.List(pl.String)),
+    )
+    weighted = nt.weighted(memories)
+    assert weighted["name_terms"].to_list()[:21] == [["studio"]] * 20 + [[]]
+    assert weighted["word_terms"].to_list()[0] == ["studio", "w"]  # gina out, the order kept
+    assert weighted["name_terms"].to_list()[-1] == ["gina"] and weighted["word_terms"].to_list()[-1] == ["studio", "gina"]  # not common in b

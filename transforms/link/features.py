@@ -669,7 +669,12 @@ def link_features(memories: pl.DataFrame, ids: Set[str] | None = None, skill_ids
         # how far the (English) model can read the text: a cosine between unreadable texts is no evidence
         latin_share=pl.Series("latin_share", [latin_share(c) for c in memories["content"].to_list()], dtype=pl.Float64),
         ended=pl.Series("ended", [ended_state(c) for c in memories["content"].to_list()], dtype=pl.Boolean),
-    ).with_columns(name_terms=_reason_order(pl.col("named_terms"), 3), word_terms=_reason_order(pl.col("terms"), 4))
+    ).with_columns(**reason_terms())
+
+
+def reason_terms() -> dict[str, pl.Expr]:
+    """The terms a reason may name, made from `named_terms` and `terms` (_reason_order)."""
+    return {"name_terms": _reason_order(pl.col("named_terms"), 3), "word_terms": _reason_order(pl.col("terms"), 4)}
 
 
 _PARALLEL_MIN_ROWS = 20_000  # below this, starting a worker costs more than it saves

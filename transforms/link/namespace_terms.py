@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from crosstier.transforms.link.features import rarity_weights
+from crosstier.transforms.link.features import rarity_weights, reason_terms
 
 COMMON_SHARE = 0.10  # a term in at least this share of a namespace's memories ...
 COMMON_LEAST = 20  # ... and in at least this many of them (a small namespace has none) ...
@@ -44,9 +44,32 @@ def common_terms(memories: pl.DataFrame) -> pl.DataFrame:
 
 def with_namespace_weights(memories: pl.DataFrame, common: pl.DataFrame) -> pl.DataFrame:
     """`memories` (namespace, terms, term_weights aligned with terms) with each common term's
-    weight lowered to COMMON_WEIGHT where it was above; the rows and their order unchanged."""
+    weight lowered to COMMON_WEIGHT where it was above, and common terms left out of the
+    terms a reason may name (`name_terms`, `word_terms`, where present: "Entity match: Gina"
+    on every pair of Gina's chat said nothing); the rows and their order unchanged."""
     if common.height == 0 or memories.height == 0:
         return memories
+    reasons = [name for name in ("name_terms", "word_terms") if name in memories.columns]
+    return _without_common(_lowered(memories, common), common, reasons)
+
+
+def _without_common(memories: pl.DataFrame, common: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Each list column in `columns` without the terms common in its row's namespace, in its order."""
+    for column in columns:
+        exploded = (
+            memories.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "namespace", column)
+            .explode(column)
+            .join(common, left_on=["namespace", column], right_on=["namespace", "term"], how="anti", maintain_order="left")
+        )
+        kept = exploded.group_by("_row", maintain_order=True).agg(pl.col(column).drop_nulls())
+        rows = pl.DataFrame({"_row": pl.int_range(memories.height, dtype=pl.Int64, eager=True)})
+        lists = rows.join(kept, on="_row", how="left", maintain_order="left").get_column(column)
+        memories = memories.with_columns(lists.fill_null(pl.lit([], dtype=memories.schema[column])).cast(memories.schema[column]).alias(column))
+    return memories
+
+
+def _lowered(memories: pl.DataFrame, common: pl.DataFrame) -> pl.DataFrame:
+    """with_namespace_weights' weights."""
     exploded = (
         memories.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "namespace", "terms", "term_weights")
         .explode("terms", "term_weights")
@@ -83,10 +106,14 @@ def holders_of_changed(before: pl.DataFrame, after: pl.DataFrame, memories: pl.D
 
 
 def rarity_weighted(memories: pl.DataFrame, common: pl.DataFrame) -> pl.DataFrame:
-    """`memories` with term_weights made again from their terms: each term's English rarity
-    weight (features.link_features'), lowered where `common` says so. For rows whose terms
-    stopped being common, whose weights with_namespace_weights cannot raise back."""
-    return with_namespace_weights(memories.with_columns(term_weights=rarity_weights(pl.col("terms"))), common)
+    """`memories` with term_weights (and the terms a reason may name) made again from their
+    terms: each term's English rarity weight, as features.link_features makes it, lowered
+    where `common` says so. For rows whose terms stopped being common, which
+    with_namespace_weights cannot bring back."""
+    again = {"term_weights": rarity_weights(pl.col("terms"))}
+    if "name_terms" in memories.columns:
+        again |= reason_terms()
+    return with_namespace_weights(memories.with_columns(**again), common)
 
 
 Change = tuple[dict[tuple[str, str], int], dict[str, int]]  # (holders per (namespace, term), memories per namespace) to add
