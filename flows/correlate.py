@@ -267,7 +267,7 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     fingerprints = incremental.memory_fingerprints(memories, texts)
     if previous is None:  # each namespace's task capped its own links
         parts = scored_by_namespace(memories, vectors, scoring, None, work)
-        capped = read_links([part.capped for part in parts]).sort("source_id", "target_id", maintain_order=True)
+        capped = read_links([part.capped for part in parts])  # in no order: with_manual_links sorts what it publishes
         return Linked(stored_links_partition(parts, work), capped, fingerprints, sum(p.pairs for p in parts), memories.height, 0,
                       evidence_partition(parts, memories, None, work))
     changed, deleted = incremental.changed_memory_ids(fingerprints, previous["fingerprints"])
@@ -328,8 +328,11 @@ def published_snapshot(run: RunRecord, extracted: Extracted, memories: pl.DataFr
         "tier_links": links.tier_links(relationships),
         "rejects": extracted.rejects.with_columns(run_id=pl.lit(run.run_id)),
     }
+    # the vectors written a part at a time, not copied whole into a frame of lists (1.5 GB at 1M)
+    embeddings, _ = partitions.write_frames(publish.embedding_parts(memories.get_column("id"), vectors), run.work_dir / "publish" / "embeddings.parquet",
+                                            publish.EMBEDDING_SCHEMA)
     state = {
-        "embeddings": publish.embedding_rows(memories.get_column("id"), vectors),
+        "embeddings": embeddings,
         "scored_links": linked.scored,
         "fingerprints": linked.fingerprints,
         **({"memory_evidence": linked.evidence} if linked.evidence is not None else {}),
@@ -382,6 +385,7 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring, run.work_dir)
         with run.timed("manual"):  # 6. manual links
             relationships = with_manual_links(linked.capped, memories, run.catalog, run.run_id)
+            linked = dataclasses.replace(linked, capped=linked.capped.clear())  # published as `relationships`: not held twice
         run.counted(extracted, memories, relationships, embed_stats, linked)
         with run.timed("publish"):  # 7. publish atomically
             published, tier_distribution = published_snapshot(run, extracted, memories, vectors, linked, relationships)
