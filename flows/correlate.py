@@ -165,15 +165,18 @@ def extracted_stores(settings: Settings, work: Path) -> Extracted:
     return combined_extracts(extracts)
 
 
-def embedded_memories(memories: pl.DataFrame, config: EmbeddingConfig, cache_dir: Path, shard_size: int, work: Path) -> tuple[pl.DataFrame, np.ndarray, dict]:
+def embedded_memories(
+    memories: pl.DataFrame, provided: tuple[np.ndarray, np.ndarray], config: EmbeddingConfig, cache_dir: Path, shard_size: int, work: Path,
+) -> tuple[pl.DataFrame, np.ndarray, dict]:
     """What each memory's vector depends on (its text with session context, for fingerprints),
-    and row-aligned vectors: each content encoded once (provided ones where a store gave them,
-    the rest from the cache or the model, mapped over shards), then a session turn's context
-    mixed in from its neighbours' vectors. The vectors are one float32 matrix filled in place
-    (a million provided ones went through five copies as frames of lists: 13.7 GB in the flow)."""
+    and row-aligned vectors: each content encoded once (provided ones where a store gave them:
+    `provided`, embed.provided_matrix's rows and matrix, which this spends; the rest from the
+    cache or the model, mapped over shards), then a session turn's context mixed in from its
+    neighbours' vectors. The vectors are one float32 matrix filled in place (a million provided
+    ones went through five copies as frames of lists: 13.7 GB in the flow)."""
     dim = embed.model_dim(config.model)
     texts = embedding_texts(memories).with_columns(text_hash=pl.col("text").map_elements(embed.text_hash, return_dtype=pl.String))
-    positions, provided = embed.provided_matrix(memories, dim)
+    positions, provided = provided
     stats = {"embedded": 0, "cached": 0, "provided": len(positions)}
     if len(positions) == memories.height:  # every vector provided, row-aligned already
         return texts, context_vectors(memories, provided, overwrite=True), stats
@@ -378,8 +381,11 @@ def correlate(config_path: str | None = None, out: str | None = None, full: bool
             memories = terms_task(extracted.memories, run.previous["memory_terms"] if run.previous else None)
             extracted = dataclasses.replace(extracted, memories=extracted.memories.clear())  # they go on as `memories`
         with run.timed("embed"):  # 3. vectors: provided, cached or encoded
-            texts, vectors, embed_stats = embedded_memories(memories, settings.embedding, run.cache_dir, shard_size, run.work_dir)
-            memories = memories.drop("embedding")  # provided vectors are in `vectors` now: not held to the end
+            provided = embed.provided_matrix(memories, embed.model_dim(settings.embedding.model))
+            # the provided vectors are in `provided` now: the list column goes before the context is mixed (1.5 GB at 1M)
+            memories = memories.drop("embedding")
+            texts, vectors, embed_stats = embedded_memories(memories, provided, settings.embedding, run.cache_dir, shard_size, run.work_dir)
+            del provided
         fault_point("candidates")
         with run.timed("score"):  # 4. + 5. candidates, score, classify, cap
             linked = discovered_links(memories, vectors, texts, run.previous, settings.scoring, run.work_dir)
