@@ -120,9 +120,10 @@ def base_state(every: pl.DataFrame, vectors: np.ndarray, n: int, settings: Setti
     # as the watcher holds it after its first micro-batch (copy keys and link ends made at load, kept from then on)
     capped = live.capped(scored, memories, settings.scoring)
     counts = namespace_terms.TermCounts.of(memories)
-    features = namespace_terms.with_namespace_weights(live.link_features_of(memories), counts.common())
+    common = counts.common()
+    features = namespace_terms.with_namespace_weights(live.link_features_of(memories), common)
     index = live.LinkIndex(memories, context, texts, fingerprints, scored, capped, features, copy_keys=live_cap.copy_keys(memories),
-                           ends=live.IndexEnds.of(scored, capped), common_terms=counts.common(), term_counts=counts)
+                           ends=live.IndexEnds.of(scored, capped), common_terms=common, term_counts=counts)
     published = live_state.published_memories(memories)
     return live_state.WatchState({}, index, pl.DataFrame(schema=live.RELATIONSHIP_SCHEMA), live.memory_row_hashes(published), 0, "bench", contents)
 

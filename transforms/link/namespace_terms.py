@@ -25,20 +25,29 @@ COMMON_WEIGHT = 0.1  # ... weighs at most this there (English's most common word
 _COMMON_SCHEMA = {"namespace": pl.String, "term": pl.String}
 
 
+def _is_common(holders, size):
+    """The rule, for numbers and for polars expressions alike: held by COMMON_LEAST memories
+    and by COMMON_SHARE of a namespace of `size`."""
+    return (holders >= COMMON_LEAST) & (holders >= COMMON_SHARE * size)
+
+
+def _held(memories: pl.DataFrame) -> pl.DataFrame:
+    """(namespace, term, holders): how many memories of each namespace hold each term (once a memory)."""
+    return (memories.select("namespace", pl.col("terms").list.unique().alias("term")).explode("term").drop_nulls("term")
+            .group_by("namespace", "term").agg(holders=pl.len()))
+
+
+def _sizes(memories: pl.DataFrame) -> pl.DataFrame:
+    """(namespace, size): the memories of each namespace."""
+    return memories.group_by("namespace").agg(size=pl.len())
+
+
 def common_terms(memories: pl.DataFrame) -> pl.DataFrame:
     """(namespace, term), sorted: the terms in at least COMMON_SHARE of their namespace's
     memories and in at least COMMON_LEAST of them. `memories`: namespace and terms."""
     if memories.height < COMMON_LEAST:
         return pl.DataFrame(schema=_COMMON_SCHEMA)
-    counted = (
-        memories.select("namespace", pl.col("terms").list.unique().alias("term"))
-        .with_columns(size=pl.len().over("namespace"))
-        .explode("term")
-        .drop_nulls("term")
-        .group_by("namespace", "term")
-        .agg(holders=pl.len(), size=pl.col("size").first())
-    )
-    common = counted.filter((pl.col("holders") >= COMMON_LEAST) & (pl.col("holders") >= COMMON_SHARE * pl.col("size")))
+    common = _held(memories).join(_sizes(memories), on="namespace").filter(_is_common(pl.col("holders"), pl.col("size")))
     return common.select("namespace", "term").cast(_COMMON_SCHEMA).sort("namespace", "term")
 
 
@@ -49,39 +58,29 @@ def with_namespace_weights(memories: pl.DataFrame, common: pl.DataFrame) -> pl.D
     on every pair of Gina's chat said nothing); the rows and their order unchanged."""
     if common.height == 0 or memories.height == 0:
         return memories
-    reasons = [name for name in ("name_terms", "word_terms") if name in memories.columns]
-    return _without_common(_lowered(memories, common), common, reasons)
+    weighed = _each_common(memories, common, "term_weights", "terms", pl.min_horizontal("term_weights", pl.lit(COMMON_WEIGHT)))
+    for column in ("name_terms", "word_terms"):
+        if column in memories.columns:
+            weighed = _each_common(weighed, common, column, column, pl.lit(None, dtype=pl.String))
+    return weighed
 
 
-def _without_common(memories: pl.DataFrame, common: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    """Each list column in `columns` without the terms common in its row's namespace, in its order."""
-    for column in columns:
-        exploded = (
-            memories.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "namespace", column)
-            .explode(column)
-            .join(common, left_on=["namespace", column], right_on=["namespace", "term"], how="anti", maintain_order="left")
-        )
-        kept = exploded.group_by("_row", maintain_order=True).agg(pl.col(column).drop_nulls())
-        rows = pl.DataFrame({"_row": pl.int_range(memories.height, dtype=pl.Int64, eager=True)})
-        lists = rows.join(kept, on="_row", how="left", maintain_order="left").get_column(column)
-        memories = memories.with_columns(lists.fill_null(pl.lit([], dtype=memories.schema[column])).cast(memories.schema[column]).alias(column))
-    return memories
-
-
-def _lowered(memories: pl.DataFrame, common: pl.DataFrame) -> pl.DataFrame:
-    """with_namespace_weights' weights."""
+def _each_common(memories: pl.DataFrame, common: pl.DataFrame, column: str, terms: str, instead: pl.Expr) -> pl.DataFrame:
+    """`memories` with each element of the list `column` whose term (at its place in the list
+    `terms`, which may be `column` itself) is common in its row's namespace replaced by
+    `instead` (null: left out); the rows, their order and every other element as they were."""
+    lists = list(dict.fromkeys((terms, column)))
     exploded = (
-        memories.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "namespace", "terms", "term_weights")
-        .explode("terms", "term_weights")
-        .join(common.with_columns(_common=pl.lit(True)), left_on=["namespace", "terms"], right_on=["namespace", "term"], how="left", maintain_order="left")
+        memories.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "namespace", *lists)
+        .explode(*lists)
+        .join(common.with_columns(_common=pl.lit(True)), left_on=["namespace", terms], right_on=["namespace", "term"], how="left", maintain_order="left")
     )
-    lowered = pl.when(pl.col("_common")).then(pl.min_horizontal("term_weights", pl.lit(COMMON_WEIGHT))).otherwise(pl.col("term_weights"))
-    dtype = memories.schema["term_weights"]
-    grouped = exploded.with_columns(lowered.alias("term_weights")).group_by("_row", maintain_order=True).agg("term_weights")
-    # a row with no terms explodes to no row (and one with null terms to a null): joined back as it was
+    element = pl.when(pl.col("_common")).then(instead).otherwise(pl.col(column))
+    grouped = exploded.select("_row", element.alias(column)).group_by("_row", maintain_order=True).agg(pl.col(column).drop_nulls())
+    # a row with an empty list explodes to no row: it keeps its list
     rows = pl.DataFrame({"_row": pl.int_range(memories.height, dtype=pl.Int64, eager=True)})
-    weights = rows.join(grouped, on="_row", how="left", maintain_order="left").get_column("term_weights").cast(dtype)
-    return memories.with_columns(pl.when(weights.is_null()).then(pl.col("term_weights")).otherwise(weights).alias("term_weights"))
+    made = rows.join(grouped, on="_row", how="left", maintain_order="left").get_column(column).cast(memories.schema[column])
+    return memories.with_columns(pl.when(made.is_null()).then(pl.col(column)).otherwise(made).alias(column))
 
 
 def weighted(memories: pl.DataFrame) -> pl.DataFrame:
@@ -124,19 +123,19 @@ class TermCounts:
     watcher's common_terms without counting every memory's terms again each micro-batch
     (~35 ms at 100k memories). `common()` equals common_terms of the memories counted."""
 
-    def __init__(self, holders: dict[tuple[str, str], int], sizes: dict[str, int]):
+    def __init__(self, holders: dict[tuple[str, str], int], sizes: dict[str, int], frequent: set[tuple[str, str]] | None = None):
         self.holders, self.sizes = holders, sizes
-        self.frequent = {key for key, n in holders.items() if n >= COMMON_LEAST}  # the only terms that may be common
+        # the only terms that may be common (given where the caller kept them up to date)
+        self.frequent = {key for key, n in holders.items() if n >= COMMON_LEAST} if frequent is None else frequent
 
     @classmethod
     def of(cls, memories: pl.DataFrame) -> TermCounts:
         """The counts of these memories (namespace, terms)."""
         if memories.height == 0:
             return cls({}, {})
-        held = memories.select("namespace", pl.col("terms").list.unique().alias("term")).explode("term").drop_nulls("term").group_by("namespace", "term").len()
-        sizes = memories.group_by("namespace").len()
-        return cls(dict(zip(zip(held["namespace"].to_list(), held["term"].to_list()), held["len"].to_list())),
-                   dict(zip(sizes["namespace"].to_list(), sizes["len"].to_list())))
+        held, sizes = _held(memories), _sizes(memories)
+        return cls(dict(zip(zip(held["namespace"].to_list(), held["term"].to_list()), held["holders"].to_list())),
+                   dict(zip(sizes["namespace"].to_list(), sizes["size"].to_list())))
 
     @staticmethod
     def change(gone: pl.DataFrame, came: pl.DataFrame) -> Change:
@@ -157,8 +156,7 @@ class TermCounts:
         keys = self.frequent | {key for key, n in added.items() if self.holders.get(key, 0) + n >= COMMON_LEAST}
         rows = []
         for key in keys:
-            holders = self.holders.get(key, 0) + added.get(key, 0)
-            if holders >= COMMON_LEAST and holders >= COMMON_SHARE * (self.sizes.get(key[0], 0) + grown.get(key[0], 0)):
+            if _is_common(self.holders.get(key, 0) + added.get(key, 0), self.sizes.get(key[0], 0) + grown.get(key[0], 0)):
                 rows.append(key)
         return pl.DataFrame(sorted(rows), schema=_COMMON_SCHEMA, orient="row")
 
@@ -174,7 +172,5 @@ class TermCounts:
                     table[key] = total
                 else:
                     table.pop(key, None)
-        counts = TermCounts.__new__(TermCounts)
-        counts.holders, counts.sizes = holders, sizes
-        counts.frequent = (self.frequent - added.keys()) | {key for key in added if holders.get(key, 0) >= COMMON_LEAST}
-        return counts
+        frequent = (self.frequent - added.keys()) | {key for key in added if holders.get(key, 0) >= COMMON_LEAST}
+        return TermCounts(holders, sizes, frequent)
