@@ -43,8 +43,12 @@ def _expected(frame: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("chunk", [3, 65_536])
-def test_shared_weights_are_the_summed_weights_of_the_common_terms(monkeypatch, seed, chunk):
+@pytest.mark.parametrize("lookup", ["table", "search"])
+def test_shared_weights_are_the_summed_weights_of_the_common_terms(monkeypatch, seed, chunk, lookup):
     monkeypatch.setattr(term_sets, "_CHUNK", chunk)  # chunk edges inside runs of one left end
+    if lookup == "search":  # the sorted search a large vocabulary takes instead of the cell table
+        monkeypatch.setattr(term_sets, "_TABLE_MIN_CELLS", 0)
+        monkeypatch.setattr(term_sets, "_TABLE_CELLS_PER_KEY", 0)
     frame = _frame(seed)
     rng = np.random.default_rng(seed + 10)
     a = np.sort(rng.integers(frame.height, size=400))  # sorted, as candidate search gives them
@@ -54,6 +58,17 @@ def test_shared_weights_are_the_summed_weights_of_the_common_terms(monkeypatch, 
     shuffled = rng.permutation(400)  # in any order
     assert np.allclose(sets.shared_weights(a[shuffled], b[shuffled]), _expected(frame, a[shuffled], b[shuffled]), rtol=0, atol=1e-12)
     assert (sets.shared_weights(a, b) > 0).sum() > 50  # the draw shares terms often enough to test something
+
+
+@pytest.mark.parametrize("span", [5, 300, 10_000_000])
+def test_distinct_ends_are_numpys_unique(span):
+    """Sorted runs, a presence table over a small span, np.unique over a wide one: the same
+    distinct ends and positions."""
+    rng = np.random.default_rng(span)
+    for a in (rng.integers(span, size=500) + 7, np.sort(rng.integers(span, size=500)), np.array([3]), np.zeros(0, dtype=np.int64)):
+        left, position = term_sets._distinct_ends(a)
+        expected, inverse = np.unique(a, return_inverse=True)
+        assert left.tolist() == expected.tolist() and position.tolist() == inverse.tolist()
 
 
 def test_the_same_pairs_get_the_same_bits_from_all_rows_or_their_ends_alone():
