@@ -121,7 +121,9 @@ def score_task(namespace: str, folder: Path, scoring: ScoringConfig, focus_ids: 
     unsorted.unlink()
     capped = None
     if focus_ids is None:
-        kept = links.capped_links_of_partition(stored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days)
+        # the copy groups from the evidence's normalised texts (copy_text): hashed, not normalised again (~1.5 s at 100k)
+        groups = copies.copy_groups(pl.read_parquet(evidence_path, columns=["id", "namespace", "content", "timestamp", "copy_text"]))
+        kept = links.capped_links_of_partition(stored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
         capped = partitions.write_frame(kept, folder / "capped.parquet")
         logger.info("namespace %s: %d pairs scored -> %d links stored, %d after the cap", namespace, pairs, written, kept.height)
     else:
