@@ -289,8 +289,8 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     previous_evidence = previous.get("memory_evidence")  # None where the last snapshot kept none
     parts = scored_by_namespace(memories, vectors, scoring, focus, work, previous_evidence)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
-    merged = partitions.sorted_partition([kept, *(part.links for part in parts)], work / "score" / "merged.parquet", LINK_KEY)
-    scored, _ = partitions.copied_rows(merged, within_reach_rows(merged, reach), work / "score" / "links.parquet")
+    stored = [kept, *(part.links for part in parts)]
+    scored = partitions.sorted_partition(stored, work / "score" / "links.parquet", LINK_KEY, leaving_out=beyond_reach_keys(stored, reach))
     capped = links.capped_links_of_partition(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
     return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted),
                   evidence_partition(parts, memories, previous_evidence, work))
@@ -305,11 +305,12 @@ def reweighed_ids(previous_terms: pl.DataFrame | None, memories: pl.DataFrame) -
     return namespace_terms.holders_of_changed(namespace_terms.common_terms(previous_terms), namespace_terms.common_terms(memories), memories)
 
 
-def within_reach_rows(path: Path, reach: cap_reach.CapReach) -> np.ndarray:
-    """The positions of the links in a partition that the cap may still keep, read from the
-    columns cap_reach ranks by alone."""
-    decided = pl.read_parquet(path, columns=["source_id", "target_id", "score", "cross_reference", "origin"])
-    return np.flatnonzero(~cap_reach.beyond_reach(decided, reach).to_numpy())
+def beyond_reach_keys(paths: list[Path], reach: cap_reach.CapReach) -> pl.DataFrame:
+    """The link keys of the links in these partitions that the cap can no longer keep, read
+    from the columns cap_reach ranks by alone (all links at once: a memory's rank is among all of its)."""
+    columns = [*LINK_KEY, "score", "cross_reference", "origin"]
+    decided = pl.concat([pl.read_parquet(path, columns=columns) for path in paths])
+    return decided.filter(cap_reach.beyond_reach(decided, reach)).select(LINK_KEY)
 
 
 def with_manual_links(capped: pl.DataFrame, memories: pl.DataFrame, catalog: Catalog, run_id: str) -> pl.DataFrame:

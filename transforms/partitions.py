@@ -78,18 +78,6 @@ def read_rows(path: Path, rows: np.ndarray | pl.Series) -> pl.DataFrame:
     return pl.from_arrow(pa.concat_tables(tables))
 
 
-def copied_rows(source: Path, rows: np.ndarray | pl.Series, path: Path) -> tuple[Path, int]:
-    """The rows of `source` at `rows` (ascending positions) as a partition at `path`
-    (atomically), a row group at a time; returns the path and the rows written."""
-    parquet = pq.ParquetFile(source)
-    written = 0
-    with _written_atomically(path) as tmp, pq.ParquetWriter(tmp, parquet.schema_arrow, compression="lz4", write_statistics=False) as writer:
-        for table in _taken(parquet, rows):
-            writer.write_table(table)
-            written += table.num_rows
-    return path, written
-
-
 def _taken(parquet: pq.ParquetFile, rows: np.ndarray | pl.Series) -> Iterator[pa.Table]:
     positions = np.asarray(rows, dtype=np.int64)
     start = 0
@@ -127,20 +115,28 @@ def namespace_rows(path: Path, namespace: str) -> pl.DataFrame:
     return pl.scan_parquet(path).filter(pl.col("namespace") == namespace).collect()
 
 
-def sorted_partition(sources: Sequence[Path], path: Path, by: Sequence[str], *, memory_limit: str = "1GB") -> Path:
+def sorted_partition(sources: Sequence[Path], path: Path, by: Sequence[str], *, memory_limit: str = "1GB",
+                     leaving_out: pl.DataFrame | None = None) -> Path:
     """The rows of `sources` (Parquet partitions of one schema) as one partition at `path`,
     sorted by the columns `by` (strings in byte order, as polars sorts them), atomically.
     DuckDB sorts outside polars' heap and spills past `memory_limit` to a folder beside `path`
     (removed after), so a run's stored links (4.07M at 100k dense memories) are sorted without
-    being held in the process: polars held the frame and a sorted copy of each column."""
+    being held in the process: polars held the frame and a sorted copy of each column.
+    `leaving_out`: values of the `by` columns whose rows are left out (in the same pass: an
+    incremental run's stored links were sorted, then copied again without those out of reach)."""
     spill = path.with_name(f".{path.name}.spill")
     order = ", ".join(f'"{column}"' for column in by)
+    rows = "read_parquet($files)"
+    if leaving_out is not None and leaving_out.height:
+        rows += f" anti join leaving_out using ({order})"
     with _written_atomically(path) as tmp:
         con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill), "preserve_insertion_order": True})
         try:
+            if leaving_out is not None and leaving_out.height:
+                con.register("leaving_out", leaving_out.select(by).to_arrow())
             target = str(tmp).replace("'", "''")
             con.execute(
-                f"copy (select * from read_parquet($files) order by {order}) to '{target}' (format parquet, compression lz4)",
+                f"copy (select * from {rows} order by {order}) to '{target}' (format parquet, compression lz4)",
                 {"files": [str(source) for source in sources]},
             )
         finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 from live_helpers import NAMES, config_file, memory, view_rows, write_lines
 
@@ -22,6 +23,11 @@ def holder(i: int) -> dict:
     """Memory i naming the agent's project (zorblax) and a person: two memories of a topic
     (their vectors close) share zorblax alone, or zorblax and the person."""
     return memory(i, text=f"{NAMES[i % len(NAMES)]} wrote zorblax")
+
+
+def stored_links(out: Path) -> pl.DataFrame:
+    """The published snapshot's stored links (what the next incremental run keeps), without the run's id."""
+    return pl.read_parquet(out / "current" / "scored_links.parquet").drop("run_id", strict=False)
 
 
 def test_a_term_turning_common_or_rare_rescores_its_holders_pairs_in_incremental_and_live_runs(tmp_path):
@@ -42,6 +48,8 @@ def test_a_term_turning_common_or_rare_rescores_its_holders_pairs_in_incremental
     assert correlate(config_path=str(config), out=str(incremental))["changed"] == 1
     common = batch_rows(config, tmp_path / "full1")
     assert view_rows(incremental) == common and view_rows(live.settings.output_dir) == common
+    # and the links it keeps for the next run are a full run's: the same stored links, those out of the cap's reach left out
+    assert stored_links(incremental).equals(stored_links(tmp_path / "full1"))
     old_pairs = {r[:3]: r for r in rare}
     reweighed = [r for r in common if "m100" not in r[:2] and r[:3] in old_pairs and r[5] < old_pairs[r[:3]][5]]
     assert reweighed, "links between the old holders should lose co_occurrence when zorblax turns common"
@@ -54,5 +62,6 @@ def test_a_term_turning_common_or_rare_rescores_its_holders_pairs_in_incremental
     assert correlate(config_path=str(config), out=str(incremental))["deleted"] == 2
     again = batch_rows(config, tmp_path / "full2")
     assert view_rows(incremental) == again and view_rows(live.settings.output_dir) == again
+    assert stored_links(incremental).equals(stored_links(tmp_path / "full2"))
     back = {r[:3]: r for r in again}
     assert any(r[:3] in back and back[r[:3]][5] > r[5] for r in reweighed)

@@ -63,6 +63,11 @@ def test_a_sorted_partition_orders_as_polars_and_merges_several(tmp_path):
     assert back.schema == frames[0].schema
     assert back.equals(pl.concat(frames).sort("id", "score"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0.parquet", "part-1.parquet", "part-2.parquet", "sorted.parquet"]
+    # rows whose key values are left out go in the same pass (an incremental run's links out of the cap's reach)
+    out = pl.concat(frames).sample(40, seed=4).select("id", "score")
+    lean = partitions.read_frame(partitions.sorted_partition(sources, tmp_path / "lean.parquet", ["id", "score"], leaving_out=out))
+    assert lean.equals(pl.concat(frames).join(out, on=["id", "score"], how="anti").sort("id", "score")) and lean.height == back.height - 40
+    assert partitions.read_frame(partitions.sorted_partition(sources, tmp_path / "all.parquet", ["id", "score"], leaving_out=out.clear())).equals(back)
     empty = partitions.write_frame(frames[0].clear(), tmp_path / "empty.parquet")
     assert partitions.read_frame(partitions.sorted_partition([empty], tmp_path / "empty-sorted.parquet", ["id"])).schema == frames[0].schema
 
@@ -119,17 +124,13 @@ def test_a_file_that_is_not_a_float32_matrix_is_refused(tmp_path):
         partitions.read_matrix(tmp_path / "ints.npy")
 
 
-def test_rows_copied_and_rows_filtered_keep_their_order(tmp_path):
+def test_rows_filtered_keep_their_order(tmp_path):
     import numpy as np
 
     frame = pl.DataFrame({"source_id": [f"s{i % 7}" for i in range(2000)], "target_id": [f"t{i % 11}" for i in range(2000)],
                           "score": np.arange(2000, dtype=np.float64)})
     path = tmp_path / "links.parquet"
     frame.write_parquet(path, row_group_size=128)
-    rows = np.sort(np.random.default_rng(2).choice(2000, 900, replace=False))
-    copied, written = partitions.copied_rows(path, rows, tmp_path / "some.parquet")
-    assert written == 900 and partitions.read_frame(copied).equals(frame[rows])
-    assert partitions.read_frame(partitions.copied_rows(path, np.array([], dtype=np.int64), tmp_path / "none.parquet")[0]).height == 0
     from crosstier.transforms.link.incremental import untouched
 
     kept = partitions.filtered_partition(path, untouched({"s3", "t5", "absent"}), tmp_path / "kept.parquet")

@@ -17,6 +17,7 @@ import crosstier.transforms.link.candidates as candidates_module
 import crosstier.transforms.link.links as links_module
 from crosstier.core.config import ScoringConfig
 from crosstier.transforms.link import namespace_terms
+from crosstier.transforms import partitions
 from crosstier.transforms.link.cap_reach import CapReach, beyond_reach, cap_bars, cap_reach, refocused, within_reach
 from crosstier.transforms.link.links import capped_links, link_memories, scored_links, scored_links_with_count
 from crosstier.transforms.link.terms import with_terms
@@ -298,7 +299,7 @@ def _edited(memories: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFr
 
 @pytest.mark.parametrize("dense", [False, True], ids=["one-block", "dense-blocks"])
 @pytest.mark.parametrize("k, seed", [(1, 0), (3, 1), (2, 2)])
-def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, monkeypatch, k, seed, dense):
+def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, monkeypatch, tmp_path, k, seed, dense):
     memories, embeddings = generated
     scoring = _scoring(k)
     passes = []
@@ -326,6 +327,14 @@ def test_incremental_with_refocus_stores_what_a_full_run_stores(generated, monke
 
     full = scored_links_with_count(after, vectors, scoring, within_cap=k)[0]
     assert _sorted(incremental).equals(_sorted(full))
+    # the flow's own way: the kept and fresh partitions sorted into one, the keys out of reach left out in that pass
+    from crosstier.flows.correlate import LINK_KEY, beyond_reach_keys
+
+    paths = [partitions.write_frame(kept, tmp_path / "kept.parquet"), partitions.write_frame(fresh, tmp_path / "fresh.parquet")]
+    out = beyond_reach_keys(paths, reach)
+    assert out.height == kept.height + fresh.height - full.height > 0
+    merged = partitions.sorted_partition(paths, tmp_path / "links.parquet", LINK_KEY, leaving_out=out)
+    assert partitions.read_frame(merged).equals(full.sort(LINK_KEY))
     if dense:  # the focus (its rows in blocks) went the two passes' way as well as the full runs
         assert len(passes) == 3 and passes[1] == len(focus) > 16
     everything = scored_links(after, vectors, scoring)
