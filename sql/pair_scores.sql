@@ -54,6 +54,7 @@ components as (
         b_refers_a,
         cosine,
         semantic,
+        shared_weight,  -- kept: a dense namespace's held links are classified again with it (links._HELD_COLUMNS)
         -- Jaccard evidence, or containment evidence where one memory is much shorter: the
         -- Jaccard over its ceiling w(small) / w(large), up to shared / $co_shared_full
         -- (candidates.bounded_pairs bounds it by Calibration.co_occurrence_bound)
