@@ -305,6 +305,18 @@ def test_cap_on_integer_codes_keeps_what_the_cap_on_the_strings_keeps():
     assert out.select(key).sort(key).equals(on_strings.select(key).sort(key))
 
 
+def test_score_bits_sort_as_the_scores_descending():
+    """The cap sorts scores as integer bits (links._descending_bits): the order of the floats,
+    highest first, ties (0.0 and -0.0 among them) kept in row order by a stable sort."""
+    rng = np.random.default_rng(3)
+    scores = np.concatenate([rng.normal(size=500), rng.choice([0.6, 0.7, 1.0, 0.0, -0.0, 5e-324, -5e-324, np.inf, -np.inf], size=500)])
+    rng.shuffle(scores)
+    by_bits = np.argsort(links_module._descending_bits(scores), kind="stable")
+    by_float = np.argsort(-(scores + 0.0), kind="stable")
+    assert by_bits.tolist() == by_float.tolist()
+    assert (scores[by_bits][:-1] >= scores[by_bits][1:]).all()
+
+
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_the_cap_ranked_by_one_sort_of_both_ends_keeps_what_the_sql_keeps(seed):
     """The cap ranks each memory's ends by one sort (links._capped_rows) instead of the SQL's

@@ -701,14 +701,17 @@ def _capped_rows(ranked: pl.DataFrame, max_links: int) -> pl.Series:
     capped = ranked.filter(~free)
     n = capped.height
     source, target = capped.get_column("source_id").cast(pl.UInt32), capped.get_column("target_id").cast(pl.UInt32)
+    # sorted on integers alone: the score as bits that order as the score does, descending, and
+    # the other end with the type as one key (4.09M links: 2.6 s sorting on the float and four keys, 0.8 s so)
+    kinds = capped.get_column("relationship_type").cast(pl.UInt64).to_numpy()
     ends = pl.DataFrame({
         "memory": pl.concat([source, target]),
-        "score": pl.concat([capped.get_column("score")] * 2),
-        "other": pl.concat([target, source]),
-        "type": pl.concat([capped.get_column("relationship_type").cast(pl.UInt8)] * 2),
+        "score": np.tile(_descending_bits(capped.get_column("score").to_numpy()), 2),
+        "other": np.concatenate([(target.to_numpy().astype(np.uint64) << np.uint64(8)) | kinds,
+                                 (source.to_numpy().astype(np.uint64) << np.uint64(8)) | kinds]),
     })
-    del source, target
-    order = ends.select(pl.arg_sort_by(["memory", "score", "other", "type"], descending=[False, True, False, False])).to_series().to_numpy()
+    del source, target, kinds
+    order = ends.select(pl.arg_sort_by(["memory", "score", "other"])).to_series().to_numpy()
     starts, lengths = value_runs(ends.get_column("memory").to_numpy()[order])  # each memory's run of sorted ends
     del ends
     rank = np.empty(2 * n, dtype=np.int64)  # each end's rank (from 0) among its memory's links
@@ -716,6 +719,15 @@ def _capped_rows(ranked: pl.DataFrame, max_links: int) -> pl.Series:
     del order, starts, lengths
     within = np.maximum(rank[:n], rank[n:]) < max_links
     return pl.concat([capped.get_column("_cap_row").filter(pl.Series(within)), ranked.get_column("_cap_row").filter(free)]).sort()
+
+
+def _descending_bits(scores: np.ndarray) -> np.ndarray:
+    """Unsigned integers that sort ascending as the (float64, not NaN) scores sort descending:
+    the IEEE bits with the sign bit set for a positive float, all bits flipped for a negative
+    one, then inverted. -0.0 counts as 0.0, as a float comparison has it."""
+    bits = (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)
+    ascending = np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
+    return ~ascending
 
 
 def _sorted_codes(values: pl.Series) -> pl.Series:
