@@ -140,3 +140,28 @@ def _doubled_here_only(parent: int, value: int) -> int:
 def test_work_of_a_worker_that_dies_is_done_here_instead():
     parent = os.getpid()
     assert forked.run_forked([(_doubled_here_only, (parent, v)) for v in (1, 2, 3)]) == [2, 4, 6]
+
+
+def test_the_cheap_scans_before_the_date_patterns_change_no_text():
+    """without_boilerplate and copies.normalised_text skip their date patterns where a cheap scan
+    finds none of the characters every match needs: the same text as the patterns alone, on
+    texts made of words, digits, dates, weekdays after a bracket and CJK dates."""
+    import random
+    import re
+    import unicodedata
+
+    from crosstier.transforms.link import copies
+
+    pieces = ["deploy", "the", "Monday", "(Tuesday)", "(", ")", "on", "March", "3", "3rd", "2026-05-01", "10:30", "pm", "run", "#12",
+              "星期三", "周一", "5月3日", "v2.1", "٣", ",", ".", "Sept", "  ", "\t", "*", "issue", "no."]
+    rng = random.Random(7)
+    texts = [" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(3000)]
+    cut = sum(features.without_boilerplate(t) != t for t in texts)
+    assert 0 < cut < len(texts)  # both ways taken
+    for text in texts:
+        assert features.without_boilerplate(text) == features._BOILERPLATE.sub(" ", text), text
+        lowered = unicodedata.normalize("NFKC", text).lower()
+        plain = copies._WEEKDAY_WORD.sub(" ", copies._DATE_NOISE.sub(" ", lowered)) if copies._DATE_NOISE.search(lowered) else lowered
+        expected = copies._SPACE.sub(" ", copies._PUNCT.sub(" ", copies._MARKUP.sub(" ", plain))).strip()
+        assert copies.normalised_text(text) == expected, text
+    assert re.search(r"\d", "٣")  # a digit of another script counts as a digit in both scans

@@ -29,6 +29,7 @@ _DATE_NOISE = re.compile(
     rf"|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b"
     r"|\d{1,2}月\d{1,2}日|星期[一二三四五六日天]|周[一二三四五六日]",
 )
+_DATE_NOISE_HINT = re.compile(r"[\d月星周]")  # each kind of date noise has one: a cheap scan first
 _WEEKDAY_WORD = re.compile(rf"\b{_WEEKDAY}\b")
 _MARKUP = re.compile(r"[*_`~>#|\[\]()]+")
 _PUNCT = re.compile(r"[^\w\s]+")
@@ -44,7 +45,7 @@ COPY_COLUMNS = {"id": pl.String, "copy_key": pl.String, "copy_rank": pl.Int64, "
 def normalised_text(content: str) -> str:
     """The text a copy shares with its original: case, markup, punctuation, spacing and dates set aside."""
     text = unicodedata.normalize("NFKC", content).lower()
-    if _DATE_NOISE.search(text):
+    if _DATE_NOISE_HINT.search(text) and _DATE_NOISE.search(text):
         text = _WEEKDAY_WORD.sub(" ", _DATE_NOISE.sub(" ", text))
     text = _PUNCT.sub(" ", _MARKUP.sub(" ", text))
     return _SPACE.sub(" ", text).strip()
