@@ -3,8 +3,9 @@
 A pair's co_occurrence needs the summed rarity weight of the terms both memories have. With
 the terms as codes (one flat array, a memory's codes sorted, offsets per memory), a chunk of
 pairs becomes two key arrays, key = left end's position * vocabulary + code: the left ends'
-keys sorted, one `searchsorted` of the right ends' keys in them finds every shared term, and
-`bincount` sums their weights per pair. No hash join, no per-pair Python.
+keys sorted, one `searchsorted` of the right ends' keys in them (or, where the left ends' (end,
+code) cells are few, one lookup in a table of them) finds every shared term, and `bincount`
+sums their weights per pair. No hash join, no per-pair Python.
 """
 
 from __future__ import annotations
