@@ -281,7 +281,10 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     changed |= incremental.citing_ids(memories, came | deleted)
     reweighed = reweighed_ids(previous.get("memory_terms"), memories)
     # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
-    groups = copy_groups_with_known_texts(memories, previous.get("memory_evidence"))  # once, for the cap's reach and the cap
+    # once, for the cap's reach and the cap; each unchanged text normalised already in the last snapshot's evidence
+    evidence_texts = None if previous.get("memory_evidence") is None else pl.read_parquet(previous["memory_evidence"], columns=["content", "copy_text"])
+    groups = copies.copy_groups_with_known_texts(memories, evidence_texts)
+    del evidence_texts
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     previous_links = previous["scored_links"]  # a partition: never read whole into the flow
     focus = cap_reach.refocused(changed | reweighed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
@@ -294,20 +297,6 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     capped = links.capped_links_of_partition(scored, scoring.max_links_per_memory, memories, tau_days=scoring.tau_days, groups=groups)
     return Linked(scored, capped, fingerprints, sum(p.pairs for p in parts), len(changed), len(deleted),
                   evidence_partition(parts, memories, previous_evidence, work))
-
-
-def copy_groups_with_known_texts(memories: pl.DataFrame, previous_evidence: Path | None) -> pl.DataFrame:
-    """copies.copy_groups(memories), each text's normalised form (`copy_text`) read from the last
-    snapshot's evidence where it holds that text, made only for new texts: 1.5 s at 100k, nearly
-    all of it normalising texts that had not changed."""
-    if previous_evidence is None:
-        return copies.copy_groups(memories)
-    known = pl.read_parquet(previous_evidence, columns=["content", "copy_text"]).unique("content")
-    frame = memories.select("id", "namespace", "content", "timestamp").join(known, on="content", how="left", maintain_order="left")
-    new = frame.filter(pl.col("copy_text").is_null()).get_column("content").unique().to_list()
-    made = pl.DataFrame({"content": new, "made": [copies.normalised_text(text) for text in new]}, schema={"content": pl.String, "made": pl.String})
-    frame = frame.join(made, on="content", how="left", maintain_order="left")
-    return copies.copy_groups(frame.with_columns(pl.coalesce("copy_text", "made").alias("copy_text")).drop("made"))
 
 
 def reweighed_ids(previous_terms: pl.DataFrame | None, memories: pl.DataFrame) -> set[str]:

@@ -72,29 +72,3 @@ def test_an_incremental_run_makes_evidence_only_for_the_memories_that_need_it(tm
     assert correlate(config_path=str(config), out=str(tmp_path / "full2"), full=True)["status"] == "published"
     assert view_rows(tmp_path / "warehouse") == view_rows(tmp_path / "full2")
 
-
-def test_copy_groups_take_known_texts_from_the_last_evidence_and_normalise_only_new_ones(tmp_path, monkeypatch):
-    """An incremental run's copy groups (for the cap's reach and the cap) read each text's
-    normalised form from the last snapshot's evidence and make it only for texts that are new
-    there: the same groups as copies.copy_groups over every text."""
-    from datetime import datetime, timezone
-
-    from links_helpers import memories
-
-    from crosstier.flows.correlate import copy_groups_with_known_texts
-    from crosstier.transforms.link import copies
-
-    at = datetime(2026, 5, 1, tzinfo=timezone.utc)
-    texts = ["Deploy **Friday** at 10:30", "deploy friday at 11:45", "Rotate the keys.", "rotate the KEYS", "a new text", "A new text!", "alone"]
-    now = memories(*({"id": f"m{i}", "tier": "episodic", "content": text, "timestamp": at} for i, text in enumerate(texts)))
-    before = now.head(4).with_columns(copy_text=pl.col("content").map_elements(copies.normalised_text, return_dtype=pl.String))
-    evidence = tmp_path / "evidence.parquet"
-    before.write_parquet(evidence)
-    made = []
-    normalised = copies.normalised_text
-    monkeypatch.setattr(copies, "normalised_text", lambda text: made.append(text) or normalised(text))
-    groups = copy_groups_with_known_texts(now, evidence)
-    assert sorted(made) == sorted(texts[4:])
-    expected = copies.copy_groups(now)
-    assert expected.height == 6 and groups.sort("id").equals(expected.sort("id"))
-    assert copy_groups_with_known_texts(now, None).sort("id").equals(expected.sort("id"))

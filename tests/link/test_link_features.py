@@ -165,3 +165,27 @@ def test_the_cheap_scans_before_the_date_patterns_change_no_text():
         expected = copies._SPACE.sub(" ", copies._PUNCT.sub(" ", copies._MARKUP.sub(" ", plain))).strip()
         assert copies.normalised_text(text) == expected, text
     assert re.search(r"\d", "٣")  # a digit of another script counts as a digit in both scans
+
+
+def test_copy_groups_take_known_texts_from_the_last_evidence_and_normalise_only_new_ones(monkeypatch):
+    """An incremental run's copy groups (for the cap's reach and the cap) read each text's
+    normalised form from the last snapshot's evidence and make it only for texts that are new
+    there: the same groups as copies.copy_groups over every text."""
+    from datetime import datetime, timezone
+
+    from links_helpers import memories
+
+    from crosstier.transforms.link import copies
+
+    at = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    texts = ["Deploy **Friday** at 10:30", "deploy friday at 11:45", "Rotate the keys.", "rotate the KEYS", "a new text", "A new text!", "alone"]
+    now = memories(*({"id": f"m{i}", "tier": "episodic", "content": text, "timestamp": at} for i, text in enumerate(texts)))
+    before = now.head(4).with_columns(copy_text=pl.col("content").map_elements(copies.normalised_text, return_dtype=pl.String))
+    made = []
+    normalised = copies.normalised_text
+    monkeypatch.setattr(copies, "normalised_text", lambda text: made.append(text) or normalised(text))
+    groups = copies.copy_groups_with_known_texts(now, before)
+    assert sorted(made) == sorted(texts[4:])
+    expected = copies.copy_groups(now)
+    assert expected.height == 6 and groups.sort("id").equals(expected.sort("id"))
+    assert copies.copy_groups_with_known_texts(now, None).sort("id").equals(expected.sort("id"))

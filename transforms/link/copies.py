@@ -90,6 +90,20 @@ def copy_groups(memories: pl.DataFrame, keys: pl.Series | None = None) -> pl.Dat
     return grouped.select("id", "copy_key", "copy_rank", pl.col("copies").cast(pl.Int64))
 
 
+def copy_groups_with_known_texts(memories: pl.DataFrame, known: pl.DataFrame | None) -> pl.DataFrame:
+    """copy_groups(memories), each text's normalised form taken from `known` (content,
+    copy_text: an earlier run's classifier evidence) where it holds that text, made only for
+    the others: an incremental run spent ~1.5 s at 100k normalising texts that had not changed."""
+    if known is None:
+        return copy_groups(memories)
+    known = known.select("content", "copy_text").unique("content")
+    frame = memories.select("id", "namespace", "content", "timestamp").join(known, on="content", how="left", maintain_order="left")
+    new = frame.filter(pl.col("copy_text").is_null()).get_column("content").unique().to_list()
+    made = pl.DataFrame({"content": new, "made": [normalised_text(text) for text in new]}, schema={"content": pl.String, "made": pl.String})
+    frame = frame.join(made, on="content", how="left", maintain_order="left")
+    return copy_groups(frame.with_columns(pl.coalesce("copy_text", "made").alias("copy_text")).drop("made"))
+
+
 def carried_forward_links(memories: pl.DataFrame, groups: pl.DataFrame, tau_days: float) -> pl.DataFrame:
     """Each copy linked to the next in time: temporal_sequence, reason "Carried forward (same text, 2 days later)".
 
