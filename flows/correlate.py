@@ -280,16 +280,16 @@ def discovered_links(memories: pl.DataFrame, vectors: np.ndarray, texts: pl.Data
     came = changed - set(previous["fingerprints"].get_column("id").to_list())
     changed |= incremental.citing_ids(memories, came | deleted)
     reweighed = reweighed_ids(previous.get("memory_terms"), memories)
-    # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again
-    # once, for the cap's reach and the cap; each unchanged text normalised already in the last snapshot's evidence
-    evidence_texts = None if previous.get("memory_evidence") is None else pl.read_parquet(previous["memory_evidence"], columns=["content", "copy_text"])
-    groups = copies.copy_groups_with_known_texts(memories, evidence_texts)
-    del evidence_texts
+    previous_evidence = previous.get("memory_evidence")  # None where the last snapshot kept none
+    # stored links stop at the cap's reach: memories whose top links may have lost a member are scored again.
+    # The copy groups once, for the cap's reach and the cap; each unchanged text was normalised in the last evidence
+    known_texts = None if previous_evidence is None else pl.read_parquet(previous_evidence, columns=["content", "copy_text"])
+    groups = copies.copy_groups_with_known_texts(memories, known_texts)
+    del known_texts
     reach = cap_reach.cap_reach(memories, scoring.max_links_per_memory, groups=groups)
     previous_links = previous["scored_links"]  # a partition: never read whole into the flow
     focus = cap_reach.refocused(changed | reweighed, deleted, pl.read_parquet(previous_links, columns=["source_id", "target_id"]), reach)
     kept = partitions.filtered_partition(previous_links, incremental.untouched(focus | deleted), work / "score" / "kept.parquet")
-    previous_evidence = previous.get("memory_evidence")  # None where the last snapshot kept none
     parts = scored_by_namespace(memories, vectors, scoring, focus, work, previous_evidence)
     # kept has no end in focus and fresh has one in every row: the two never overlap.
     stored = [kept, *(part.links for part in parts)]
