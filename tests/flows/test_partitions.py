@@ -52,10 +52,12 @@ def _frame(seed: int, rows: int) -> pl.DataFrame:
     }).unique(["id", "score"])
 
 
-def test_a_sorted_partition_orders_as_polars_and_merges_several(tmp_path):
-    """DuckDB sorts the stored links outside polars' heap: the same order as polars' sort
-    (strings in byte order, upper case and accents included), the same schema, several
-    partitions merged into one; no spill folder or temporary is left."""
+@pytest.mark.parametrize("in_memory_rows", [0, 200_000], ids=["duckdb", "polars"])
+def test_a_sorted_partition_orders_as_polars_and_merges_several(tmp_path, monkeypatch, in_memory_rows):
+    """DuckDB sorts the stored links outside polars' heap (polars sorts a few rows): the same
+    order as polars' sort (strings in byte order, upper case and accents included), the same
+    schema, several partitions merged into one; no spill folder or temporary is left."""
+    monkeypatch.setattr(partitions, "_IN_MEMORY_SORT_ROWS", in_memory_rows)
     frames = [_frame(seed, 500) for seed in (1, 2, 3)]
     sources = [partitions.write_frame(frame, tmp_path / f"part-{i}.parquet") for i, frame in enumerate(frames)]
     merged = partitions.sorted_partition(sources, tmp_path / "sorted.parquet", ["id", "score"])
