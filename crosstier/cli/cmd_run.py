@@ -19,8 +19,21 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dask-address", help="scheduler address (tcp://host:port) of an existing Dask cluster; default: a local one")
 
 
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (the watcher, cmd_watch.keep_freed_memory, sets it otherwise)
+# glibc mallopt parameters (malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD_BYTES = 32 << 20
+
+
+def mallopt(*settings: tuple[int, int]) -> bool:
+    """glibc's mallopt(parameter, value) for each setting, in order; False where this is not
+    glibc or it refused a value (the rest are then not set)."""
+    import ctypes
+
+    try:
+        call = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return all(call(parameter, value) for parameter, value in settings)
 
 
 def return_freed_memory() -> bool:
@@ -33,17 +46,15 @@ def return_freed_memory() -> bool:
     from two threads stayed in the heap. Fixed, freed heap memory goes back: at 100k dense
     memories (`bench/scale.py --n 100000`) the whole run's peak 4,330 -> 3,511 MiB, its time
     unchanged (118.8 -> 114.1 s). A lower threshold maps more blocks and is slower (4 MiB: the
-    score stage's search 56.8 -> 69.0 s). The watcher wants the opposite: a working set kept."""
-    import ctypes
-
+    score stage's search 56.8 -> 69.0 s). The watcher wants the opposite (cmd_watch.keep_freed_memory)."""
     if not sys.platform.startswith("linux"):
         return False
     chosen = os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(_MMAP_THRESHOLD_BYTES))
     try:
         threshold = int(chosen)
-        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, threshold))
-    except (OSError, AttributeError, ValueError):  # no glibc, or the user's own value (glibc read it at start)
+    except ValueError:  # the user's own value, which glibc read at start if it could
         return False
+    return mallopt((M_MMAP_THRESHOLD, threshold))
 
 
 def prefect_environment() -> None:

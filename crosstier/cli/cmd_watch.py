@@ -10,10 +10,6 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debounce-ms", type=int, default=30, help="how long changes are gathered into one micro-batch")
 
 
-# glibc mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
 def keep_freed_memory() -> bool:
     """Ask glibc to serve large arrays from its heap and keep what is freed there.
 
@@ -21,15 +17,9 @@ def keep_freed_memory() -> bool:
     micro-batch page-faults its vector matrices (150 MB each at 100k memories) in again: a
     gather that takes 0.1 s cold-cached took up to 0.9 s inside the watcher. A long-running
     process holding the same working set gains by reusing it. False where this is not glibc."""
-    import ctypes
-    import ctypes.util
+    from crosstier.cli.cmd_run import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt
 
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30) and libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
-    except (OSError, AttributeError):
-        return False
+    return mallopt((M_MMAP_THRESHOLD, 1 << 30), (M_TRIM_THRESHOLD, (1 << 31) - 1))
 
 
 def yield_idle_threads() -> None:
